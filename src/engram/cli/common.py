@@ -1,0 +1,99 @@
+"""What every CLI command shares: settings, the service, output, and the one place where
+domain errors become one-line messages."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from engram.actors import LOCAL, Actor
+from engram.config import Settings
+from engram.service import Engram
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOption = typer.Option("--json", help="Print JSON instead of a table.")
+EnvOption = typer.Option(
+    "--env",
+    "-e",
+    help="Environment name or id (default: ENGRAM_ENV, then the one chosen with 'env use').",
+)
+
+
+@dataclass
+class CliState:
+    """Built once in the root callback from the global options and the process environment."""
+
+    settings: Settings
+    actor: Actor = LOCAL
+    env_override: str | None = None
+    _engram: Engram | None = field(default=None, repr=False)
+
+    @property
+    def state_file(self) -> Path:
+        return self.settings.home / "state.json"
+
+    def current_environment(self, explicit: str | None) -> str | None:
+        if explicit:
+            return explicit
+        if self.env_override:
+            return self.env_override
+        try:
+            data = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return None
+        value = data.get("environment")
+        return value if isinstance(value, str) else None
+
+    def set_current_environment(self, name: str | None) -> None:
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps({"environment": name}))
+
+
+def state(ctx: typer.Context) -> CliState:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, CliState)
+    return obj
+
+
+@contextmanager
+def service(ctx: typer.Context) -> Iterator[tuple[Engram, CliState]]:
+    st = state(ctx)
+    engram = Engram.open(st.settings)
+    try:
+        yield engram, st
+    finally:
+        engram.close()
+
+
+def make_state(home: Path | None) -> CliState:
+    settings = Settings.load(home)
+    return CliState(settings=settings, env_override=os.environ.get("ENGRAM_ENV") or None)
+
+
+def emit_json(value: Any) -> None:
+    def plain(v: Any) -> Any:
+        if isinstance(v, BaseModel):
+            return v.model_dump(mode="json")
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    typer.echo(json.dumps(plain(value), indent=2, ensure_ascii=False))
+
+
+def short(text: str, width: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

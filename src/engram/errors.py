@@ -1,0 +1,61 @@
+"""Domain errors. Raised in the core, translated once at each edge (CLI, REST, MCP).
+
+Every error carries a machine-readable ``code`` and a message that names what is wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class EngramError(Exception):
+    """Base of every error Engram raises on purpose."""
+
+    code = "engram_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidInput(EngramError):
+    """The caller asked for something malformed or out of range."""
+
+    code = "invalid_input"
+
+
+class NotFound(EngramError):
+    """A memory, environment or version that does not exist (or is not visible)."""
+
+    code = "not_found"
+
+
+class Conflict(EngramError):
+    """The request clashes with the current state (duplicate name, non-empty environment...)."""
+
+    code = "conflict"
+
+
+class PermissionDenied(EngramError):
+    """The actor may not do this."""
+
+    code = "permission_denied"
+
+
+class Unauthenticated(EngramError):
+    """No valid credentials."""
+
+    code = "unauthenticated"
+
+
+class MissingDependency(EngramError):
+    """An optional part is not installed; the message names the extra or package."""
+
+    code = "missing_dependency"
+
+
+class StorageError(EngramError):
+    """The store could not complete an operation (corrupt file, failed migration...)."""
+
+    code = "storage_error"

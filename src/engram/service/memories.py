@@ -1,0 +1,252 @@
+"""Memories of all three layers: create, read, update, soft delete, restore, history, purge.
+
+Every change writes the memory's new state and an append-only version in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engram.actors import Actor
+from engram.clock import Clock
+from engram.errors import InvalidInput, NotFound
+from engram.ids import new_id
+from engram.models import (
+    ORDERS,
+    Action,
+    Layer,
+    Memory,
+    MemoryFilter,
+    MemoryPatch,
+    MemoryVersion,
+    NewMemory,
+    Page,
+    Status,
+)
+from engram.service.environments import EnvironmentService
+from engram.store import Change, Store
+
+MAX_PAGE = 1000
+MAX_BULK = 1000
+
+
+class MemoryService:
+    def __init__(self, store: Store, clock: Clock, environments: EnvironmentService) -> None:
+        self._store = store
+        self._clock = clock
+        self._envs = environments
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _change(self, memory: Memory, action: Action, actor: Actor, reason: str = "") -> Change:
+        return Change(
+            memory,
+            MemoryVersion(
+                memory_id=memory.id,
+                version=memory.version,
+                action=action,
+                at=memory.updated_at,
+                actor=actor.label,
+                reason=reason,
+                snapshot=memory,
+            ),
+        )
+
+    def _visible_env_ids(self, actor: Actor) -> set[str]:
+        return {e.id for e in self._store.list_environments(actor.user_id)}
+
+    def _load(self, memory_ids: Sequence[str], actor: Actor) -> list[Memory]:
+        found = {m.id: m for m in self._store.get(memory_ids)}
+        visible = self._visible_env_ids(actor)
+        out = []
+        for memory_id in memory_ids:
+            memory = found.get(memory_id)
+            if memory is None or memory.environment_id not in visible:
+                raise NotFound(f"memory {memory_id!r} does not exist", memory_id=memory_id)
+            out.append(memory)
+        return out
+
+    def _build(self, env_id: str, new: NewMemory, actor: Actor) -> Memory:
+        now = self._clock()
+        created = new.created_at or now
+        return Memory(
+            id=new_id("mem_"),
+            environment_id=env_id,
+            layer=new.layer,
+            content=new.content,
+            category=new.category,
+            tags=new.tags,
+            importance=new.importance,
+            confidence=new.confidence,
+            source=new.source,
+            pinned=new.pinned,
+            created_at=created,
+            updated_at=max(created, now),
+            author=new.author or actor.user_id,
+            metadata=new.metadata,
+            episode=new.episode,
+            procedure=new.procedure,
+            version=1,
+        )
+
+    def _next(self, memory: Memory, **changes: Any) -> Memory:
+        return memory.model_copy(
+            update={**changes, "version": memory.version + 1, "updated_at": self._clock()}
+        )
+
+    # -- create ------------------------------------------------------------------------------
+    def add(self, new: NewMemory, actor: Actor, environment: str | None = None) -> Memory:
+        return self.add_many([new], actor, environment)[0]
+
+    def add_many(
+        self, items: Sequence[NewMemory], actor: Actor, environment: str | None = None
+    ) -> list[Memory]:
+        """Create memories atomically: all are stored or none."""
+        if len(items) > MAX_BULK:
+            raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
+        env = self._envs.resolve(environment, actor)
+        memories = [self._build(env.id, item, actor) for item in items]
+        self._store.write([self._change(m, Action.CREATE, actor) for m in memories])
+        return memories
+
+    # -- read --------------------------------------------------------------------------------
+    def get(self, memory_id: str, actor: Actor) -> Memory:
+        return self._load([memory_id], actor)[0]
+
+    def list_memories(
+        self,
+        actor: Actor,
+        flt: MemoryFilter | None = None,
+        *,
+        environment: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        order: str = "-updated_at",
+    ) -> Page:
+        """Memories matching ``flt`` in one environment (the default when none is named)."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        if offset < 0:
+            raise InvalidInput(f"offset must not be negative, got {offset}")
+        if order not in ORDERS:
+            raise InvalidInput(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        env = self._envs.resolve(environment, actor)
+        flt = (flt or MemoryFilter()).model_copy(update={"environment_ids": [env.id]})
+        items = self._store.list_memories(flt, limit=limit, offset=offset, order=order)
+        return Page(items=items, total=self._store.count(flt), limit=limit, offset=offset)
+
+    def history(self, memory_id: str, actor: Actor) -> list[MemoryVersion]:
+        self.get(memory_id, actor)
+        return self._store.versions(memory_id)
+
+    # -- update ------------------------------------------------------------------------------
+    def update(self, memory_id: str, patch: MemoryPatch, actor: Actor, reason: str = "") -> Memory:
+        return self.update_many([(memory_id, patch)], actor, reason)[0]
+
+    def update_many(
+        self, patches: Sequence[tuple[str, MemoryPatch]], actor: Actor, reason: str = ""
+    ) -> list[Memory]:
+        if len(patches) > MAX_BULK:
+            raise InvalidInput(f"at most {MAX_BULK} updates per request, got {len(patches)}")
+        current = self._load([p[0] for p in patches], actor)
+        changes = []
+        for memory, (_, patch) in zip(current, patches, strict=True):
+            if memory.status is Status.DELETED:
+                raise InvalidInput(
+                    f"memory {memory.id!r} is deleted; restore it before editing",
+                    memory_id=memory.id,
+                )
+            updates = patch.changes()
+            if memory.layer is not Layer.PROCEDURE and "procedure" in updates:
+                raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not a procedure")
+            if memory.layer is not Layer.EPISODE and "episode" in updates:
+                raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not an episode")
+            changes.append(
+                self._change(self._next(memory, **updates), Action.UPDATE, actor, reason)
+            )
+        self._store.write(changes)
+        return [c.memory for c in changes]
+
+    def record_outcome(self, memory_id: str, success: bool, actor: Actor, note: str = "") -> Memory:
+        """Count a run of a procedure as a success or a failure."""
+        memory = self.get(memory_id, actor)
+        if memory.procedure is None:
+            raise InvalidInput(f"memory {memory_id!r} is a {memory.layer}, not a procedure")
+        proc = memory.procedure
+        now = self._clock()
+        proc = proc.model_copy(
+            update={
+                "success_count": proc.success_count + int(success),
+                "failure_count": proc.failure_count + int(not success),
+                "last_outcome_at": now,
+            }
+        )
+        new = self._next(memory, procedure=proc)
+        reason = ("success" if success else "failure") + (f": {note}" if note else "")
+        self._store.write([self._change(new, Action.UPDATE, actor, reason)])
+        return new
+
+    # -- delete / restore / purge -------------------------------------------------------------
+    def delete(self, memory_id: str, actor: Actor, reason: str = "") -> Memory:
+        return self.delete_many([memory_id], actor, reason)[0]
+
+    def delete_many(
+        self, memory_ids: Sequence[str], actor: Actor, reason: str = ""
+    ) -> list[Memory]:
+        """Soft delete: the memory leaves search and listings but can be restored."""
+        if len(memory_ids) > MAX_BULK:
+            raise InvalidInput(f"at most {MAX_BULK} deletions per request, got {len(memory_ids)}")
+        changes = [
+            self._change(self._next(m, status=Status.DELETED), Action.DELETE, actor, reason)
+            for m in self._load(memory_ids, actor)
+            if m.status is not Status.DELETED
+        ]
+        self._store.write(changes)
+        return [c.memory for c in changes]
+
+    def restore(
+        self, memory_id: str, actor: Actor, version: int | None = None, reason: str = ""
+    ) -> Memory:
+        """Bring back an earlier state as a new version.
+
+        With ``version``, the memory's content and attributes return to that version's
+        snapshot; without it, a deleted (or merged, superseded, flagged, archived) memory returns
+        to the last state in which it was active.
+        """
+        memory = self.get(memory_id, actor)
+        versions = self._store.versions(memory_id)
+        if version is None:
+            target = next(
+                (v for v in reversed(versions) if v.snapshot.status is Status.ACTIVE), None
+            )
+            if memory.status is Status.ACTIVE:
+                raise InvalidInput(f"memory {memory_id!r} is already active; name a version")
+            if target is None:
+                raise NotFound(f"memory {memory_id!r} has no active version to restore")
+        else:
+            target = next((v for v in versions if v.version == version), None)
+            if target is None:
+                raise NotFound(
+                    f"memory {memory_id!r} has no version {version} (it has 1-{memory.version})",
+                    memory_id=memory_id,
+                    version=version,
+                )
+        snap = target.snapshot
+        restored = snap.model_copy(
+            update={
+                # usage counters are facts about the present, not part of the restored state
+                "access_count": memory.access_count,
+                "last_accessed_at": memory.last_accessed_at,
+                "reinforcement_count": memory.reinforcement_count,
+                "version": memory.version + 1,
+                "updated_at": self._clock(),
+            }
+        )
+        why = reason or f"restored version {target.version}"
+        self._store.write([self._change(restored, Action.RESTORE, actor, why)])
+        return restored
+
+    def purge(self, memory_ids: Sequence[str], actor: Actor) -> int:
+        """Remove memories for good: rows, versions, keyword index entries and vectors."""
+        self._load(memory_ids, actor)
+        return self._store.purge(memory_ids)

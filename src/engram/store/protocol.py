@@ -1,0 +1,124 @@
+"""The storage seam: a narrow, typed protocol over frozen value objects.
+
+Two implementations follow it: SQLite (the embedded default, ``engram.store.sqlite``) and
+PostgreSQL + pgvector. Dialect-specific SQL lives only inside them. Every write is atomic:
+a :class:`Change` upserts a memory's new state *and* appends its version in the same
+transaction, together with the keyword index entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One memory's new state and the version that records it."""
+
+    memory: Memory
+    version: MemoryVersion
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A candidate from one search stream: the memory id and that stream's raw score
+    (BM25 for keyword, higher is better; cosine similarity for semantic)."""
+
+    memory_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEmbedding:
+    """A memory whose vector is missing or stale for the current model."""
+
+    memory_id: str
+    text: str
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingUpdate:
+    memory_id: str
+    content_hash: str
+    vector: Vector
+
+
+class Store(Protocol):
+    """Durable storage of environments, memories, versions, the keyword index and vectors."""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None: ...
+
+    def applied_migrations(self) -> list[str]:
+        """Names of the migrations recorded as applied, in order."""
+        ...
+
+    # -- environments ------------------------------------------------------------------------
+    def create_environment(self, env: Environment) -> None: ...
+
+    def get_environment(self, env_id: str) -> Environment | None: ...
+
+    def find_environment(self, owner: str, name: str) -> Environment | None: ...
+
+    def list_environments(self, owner: str | None = None) -> list[Environment]: ...
+
+    def delete_environment(self, env_id: str) -> None:
+        """Remove the environment and, for good, everything in it."""
+        ...
+
+    # -- memories ----------------------------------------------------------------------------
+    def write(self, changes: Sequence[Change]) -> None:
+        """Upsert each memory and append its version, all in one transaction."""
+        ...
+
+    def get(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories that exist among ``memory_ids``, in the order asked."""
+        ...
+
+    def list_memories(
+        self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
+    ) -> list[Memory]: ...
+
+    def count(self, flt: MemoryFilter) -> int: ...
+
+    def versions(self, memory_id: str) -> list[MemoryVersion]: ...
+
+    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        """Count a read: bump ``access_count`` and ``last_accessed_at`` (no version)."""
+        ...
+
+    def purge(self, memory_ids: Sequence[str]) -> int:
+        """Delete rows, versions, index entries and vectors for good; return how many."""
+        ...
+
+    # -- search ------------------------------------------------------------------------------
+    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
+        """Full-text candidates, best first. ``query`` is plain user text, never raw syntax."""
+        ...
+
+    def vector_search(
+        self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
+    ) -> list[Hit]:
+        """Nearest memories by cosine similarity among those embedded with ``model_id``."""
+        ...
+
+    def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
+        """Live memories with no vector for ``model_id`` or a vector of older content."""
+        ...
+
+    def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None: ...
+
+    def embedding_stats(self) -> dict[str, int]:
+        """How many vectors are stored per model id."""
+        ...

@@ -1,0 +1,394 @@
+"""The embedded default store: one SQLite file, WAL, one writer and many readers.
+
+Writes go through a single connection guarded by a lock (SQLite allows one writer at a time;
+serialising in-process avoids busy retries). Each thread reads through its own connection, so
+reads never wait for writes. Other processes may open the same file; ``busy_timeout`` makes
+their writers queue instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from engram.errors import StorageError
+from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.store.protocol import Change, EmbeddingUpdate, Hit, PendingEmbedding, Vector
+from engram.store.sqlite import migrations
+from engram.store.sqlite.rows import (
+    MEMORY_COLUMNS,
+    environment_from_row,
+    memory_from_row,
+    memory_params,
+    where,
+)
+from engram.store.sqlite.vectors import VectorIndex
+from engram.text import content_words
+
+_ORDERS = {
+    "updated_at": "m.updated_at ASC",
+    "-updated_at": "m.updated_at DESC",
+    "created_at": "m.created_at ASC",
+    "-created_at": "m.created_at DESC",
+    "importance": "m.importance ASC",
+    "-importance": "m.importance DESC",
+    "-access_count": "m.access_count DESC",
+}
+
+_UPSERT = (
+    f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({','.join('?' * 24)}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(
+        f"{c.strip()} = excluded.{c.strip()}"
+        for c in (MEMORY_COLUMNS + ", content_hash").split(",")
+        if c.strip() not in ("id",)
+    )
+    + " RETURNING seq"
+)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # autocommit mode: every transaction in this module is explicit (BEGIN ... COMMIT)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    # wait up to 30 s for another process's write lock instead of failing at once
+    conn.execute("PRAGMA busy_timeout = 30000")
+    # enforce REFERENCES clauses (vectors cascade with their memory)
+    conn.execute("PRAGMA foreign_keys = ON")
+    # in WAL mode NORMAL syncs at checkpoints: a commit survives a killed process; after a power
+    # loss the newest commits may be rolled back, never corrupted
+    conn.execute("PRAGMA synchronous = NORMAL")
+    # 64 MiB page cache per connection
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    return conn
+
+
+class SQLiteStore:
+    """Implements :class:`engram.store.protocol.Store` on one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._writer = _connect(self.path)
+            # write-ahead log: readers see the last commit while a writer works
+            mode = self._writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise StorageError(f"{self.path}: could not switch to WAL (got {mode})")
+            migrations.migrate(self._writer)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._vectors = VectorIndex()
+        self._closed = False
+
+    # -- connections -------------------------------------------------------------------------
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StorageError("the store is closed")
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only = ON")  # a reader never writes
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            if self._closed:
+                raise StorageError("the store is closed")
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
+            try:
+                self._writer.execute("PRAGMA optimize")
+            finally:
+                self._writer.close()
+
+    def applied_migrations(self) -> list[str]:
+        return migrations.applied(self._reader())
+
+    # -- environments ------------------------------------------------------------------------
+    def create_environment(self, env: Environment) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO environments (id, name, owner, description, created_at, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    env.id,
+                    env.name,
+                    env.owner,
+                    env.description,
+                    env.created_at.timestamp(),
+                    json.dumps(env.metadata),
+                ),
+            )
+
+    _ENV_COLS = "id, name, owner, description, created_at, metadata"
+
+    def get_environment(self, env_id: str) -> Environment | None:
+        row = (
+            self._reader()
+            .execute(f"SELECT {self._ENV_COLS} FROM environments WHERE id = ?", (env_id,))
+            .fetchone()
+        )
+        return environment_from_row(row) if row else None
+
+    def find_environment(self, owner: str, name: str) -> Environment | None:
+        row = (
+            self._reader()
+            .execute(
+                f"SELECT {self._ENV_COLS} FROM environments WHERE owner = ? AND name = ?",
+                (owner, name),
+            )
+            .fetchone()
+        )
+        return environment_from_row(row) if row else None
+
+    def list_environments(self, owner: str | None = None) -> list[Environment]:
+        sql = f"SELECT {self._ENV_COLS} FROM environments"
+        params: tuple[str, ...] = ()
+        if owner is not None:
+            sql += " WHERE owner = ?"
+            params = (owner,)
+        rows = self._reader().execute(sql + " ORDER BY created_at, name", params).fetchall()
+        return [environment_from_row(r) for r in rows]
+
+    def delete_environment(self, env_id: str) -> None:
+        with self._tx() as conn:
+            ids = [
+                r[0]
+                for r in conn.execute("SELECT id FROM memories WHERE environment_id = ?", (env_id,))
+            ]
+            self._purge_in(conn, ids)
+            conn.execute("DELETE FROM environments WHERE id = ?", (env_id,))
+
+    # -- memories ----------------------------------------------------------------------------
+    def write(self, changes: Sequence[Change]) -> None:
+        if not changes:
+            return
+        with self._tx() as conn:
+            for change in changes:
+                m = change.memory
+                seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
+                conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (seq,))
+                conn.execute(
+                    "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (seq, m.search_text())
+                )
+                v = change.version
+                conn.execute(
+                    "INSERT INTO memory_versions "
+                    "(memory_id, version, action, at, actor, reason, snapshot) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        v.memory_id,
+                        v.version,
+                        v.action.value,
+                        v.at.timestamp(),
+                        v.actor,
+                        v.reason,
+                        v.snapshot.model_dump_json(),
+                    ),
+                )
+
+    def get(self, memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        found: dict[str, Memory] = {}
+        conn = self._reader()
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            for row in rows:
+                found[row[0]] = memory_from_row(row)
+        return [found[i] for i in ids if i in found]
+
+    def list_memories(
+        self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
+    ) -> list[Memory]:
+        cond, params = where(flt)
+        order_sql = _ORDERS[order]
+        rows = (
+            self._reader()
+            .execute(
+                f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
+                f"FROM memories m WHERE {cond} ORDER BY {order_sql}, m.seq DESC LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
+            .fetchall()
+        )
+        return [memory_from_row(r) for r in rows]
+
+    def count(self, flt: MemoryFilter) -> int:
+        cond, params = where(flt)
+        row = self._reader().execute(f"SELECT count(*) FROM memories m WHERE {cond}", params)
+        return int(row.fetchone()[0])
+
+    def versions(self, memory_id: str) -> list[MemoryVersion]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT memory_id, version, action, at, actor, reason, snapshot "
+                "FROM memory_versions WHERE memory_id = ? ORDER BY version",
+                (memory_id,),
+            )
+            .fetchall()
+        )
+        return [
+            MemoryVersion(
+                memory_id=r[0],
+                version=r[1],
+                action=r[2],
+                at=datetime.fromtimestamp(r[3], UTC),
+                actor=r[4],
+                reason=r[5],
+                snapshot=Memory.model_validate_json(r[6]),
+            )
+            for r in rows
+        ]
+
+    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        with self._tx() as conn:
+            conn.executemany(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
+                "WHERE id = ?",
+                [(at.timestamp(), i) for i in memory_ids],
+            )
+
+    def purge(self, memory_ids: Sequence[str]) -> int:
+        with self._tx() as conn:
+            return self._purge_in(conn, list(memory_ids))
+
+    def _purge_in(self, conn: sqlite3.Connection, ids: list[str]) -> int:
+        removed = 0
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            seqs = [
+                r[0] for r in conn.execute(f"SELECT seq FROM memories WHERE id IN ({marks})", chunk)
+            ]
+            if not seqs:
+                continue
+            seq_marks = ",".join("?" * len(seqs))
+            conn.execute(f"DELETE FROM memories_fts WHERE rowid IN ({seq_marks})", seqs)
+            conn.execute(f"DELETE FROM memory_vectors WHERE memory_seq IN ({seq_marks})", seqs)
+            conn.execute(f"DELETE FROM memory_versions WHERE memory_id IN ({marks})", chunk)
+            removed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
+        if removed:
+            conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+        return removed
+
+    # -- search ------------------------------------------------------------------------------
+    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
+        terms = list(dict.fromkeys(content_words(query)))
+        if not terms:
+            return []
+        # every term quoted: user text never reaches FTS5 as query syntax
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        cond, params = where(flt)
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT m.id, -bm25(memories_fts) FROM memories_fts "
+                "JOIN memories m ON m.seq = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {cond} ORDER BY bm25(memories_fts) LIMIT ?",
+                [match, *params, limit],
+            )
+            .fetchall()
+        )
+        return [Hit(r[0], float(r[1])) for r in rows]
+
+    def vector_search(
+        self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
+    ) -> list[Hit]:
+        conn = self._reader()
+        want = limit
+        while True:
+            # the in-memory index filters by environment; the rest of the filter is checked
+            # in SQL on the candidates, widening the candidate set until enough pass
+            candidates = self._vectors.search(conn, model_id, vector, flt.environment_ids, want)
+            if not candidates:
+                return []
+            ids = [c[0] for c in candidates]
+            cond, params = where(flt.model_copy(update={"ids": ids}))
+            passing = {
+                r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {cond}", params)
+            }
+            hits = [Hit(i, s) for i, s in candidates if i in passing]
+            if len(hits) >= limit or len(candidates) < want:
+                return hits[:limit]
+            want *= 4
+
+    def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT m.id, f.text, m.content_hash FROM memories m "
+                "JOIN memories_fts f ON f.rowid = m.seq "
+                "LEFT JOIN memory_vectors v ON v.memory_seq = m.seq AND v.model_id = ? "
+                "WHERE m.status != 'deleted' "
+                "AND (v.memory_seq IS NULL OR v.content_hash != m.content_hash) "
+                "ORDER BY m.seq LIMIT ?",
+                (model_id, limit),
+            )
+            .fetchall()
+        )
+        return [PendingEmbedding(r[0], r[1], r[2]) for r in rows]
+
+    def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
+        if not updates:
+            return
+        with self._tx() as conn:
+            rev = conn.execute(
+                "UPDATE store_meta SET value = value + ? WHERE key = 'vector_rev' RETURNING value",
+                (len(updates),),
+            ).fetchone()[0] - len(updates)
+            for u in updates:
+                rev += 1
+                vec = np.ascontiguousarray(u.vector, dtype=np.float32)
+                conn.execute(
+                    "INSERT OR REPLACE INTO memory_vectors "
+                    "(memory_seq, model_id, environment_id, content_hash, dim, vector, rev) "
+                    "SELECT seq, ?, environment_id, ?, ?, ?, ? FROM memories WHERE id = ?",
+                    (model_id, u.content_hash, vec.shape[0], vec.tobytes(), rev, u.memory_id),
+                )
+
+    def embedding_stats(self) -> dict[str, int]:
+        rows = self._reader().execute(
+            "SELECT model_id, count(*) FROM memory_vectors GROUP BY model_id"
+        )
+        return {r[0]: int(r[1]) for r in rows}

@@ -1,0 +1,38 @@
+"""Plain-text helpers shared by keyword search, dedup and extraction: word splitting,
+stopwords and content hashing. Dialect-neutral: no SQL here."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do
+    does doesn't doing don't down during each few for from further had hadn't has hasn't
+    have haven't having he he'd he'll he's her here here's hers herself him himself his how
+    how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out
+    over own same shan't she she'd she'll she's should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've this those through to too under until up very was wasn't we we'd we'll
+    we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves also just did does s t""".split()  # noqa: SIM905
+)
+
+
+def words(text: str) -> list[str]:
+    """Lowercased words (letters and digits), apostrophes normalised."""
+    return [w.replace("’", "'") for w in _WORD_RE.findall(text.lower())]
+
+
+def content_words(text: str) -> list[str]:
+    """Words without stopwords, in order, duplicates kept."""
+    return [w for w in words(text) if w not in STOPWORDS]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

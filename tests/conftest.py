@@ -1,0 +1,52 @@
+"""Tests run against real SQLite files in a temporary directory, never the user's data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from engram import Engram
+from engram.store.sqlite import SQLiteStore
+
+
+class FakeClock:
+    """A clock that only moves when told to (each reading advances 1 ms so times stay ordered)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+    def advance(self, **kwargs: float) -> None:
+        self.now += timedelta(**kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("ENGRAM_HOME", str(home))
+    monkeypatch.delenv("ENGRAM_ENV", raising=False)
+    monkeypatch.delenv("ENGRAM_DATABASE_URL", raising=False)
+    return home
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / "engram.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def engram(store: SQLiteStore, clock: FakeClock) -> Engram:
+    return Engram(store, clock=clock)

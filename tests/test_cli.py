@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_init_add_list_show_edit_history(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    home = str(tmp_path / "h")
+    code, out, _ = run(capsys, "--home", home, "init")
+    assert code == 0 and "default environment" in out
+    code, out, _ = run(
+        capsys,
+        "--home",
+        home,
+        "add",
+        "Uses pnpm, not npm",
+        "--category",
+        "preference",
+        "--tag",
+        "js",
+        "--importance",
+        "0.8",
+        "--json",
+    )
+    assert code == 0
+    mem = json.loads(out)
+    assert mem["category"] == "preference" and mem["tags"] == ["js"]
+
+    code, out, _ = run(capsys, "--home", home, "list", "--json")
+    page = json.loads(out)
+    assert page["total"] == 1 and page["items"][0]["id"] == mem["id"]
+
+    code, out, _ = run(capsys, "--home", home, "edit", mem["id"], "--content", "Uses bun now")
+    assert code == 0 and "version 2" in out
+    code, out, _ = run(capsys, "--home", home, "history", mem["id"], "--json")
+    assert [v["snapshot"]["content"] for v in json.loads(out)] == [
+        "Uses pnpm, not npm",
+        "Uses bun now",
+    ]
+    code, out, _ = run(capsys, "--home", home, "restore", mem["id"], "--version", "1")
+    assert code == 0
+    code, out, _ = run(capsys, "--home", home, "show", mem["id"], "--json")
+    assert json.loads(out)["content"] == "Uses pnpm, not npm"
+
+
+def test_delete_restore_purge(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "add", "temporary", "--json")
+    mid = json.loads(out)["id"]
+    assert run(capsys, "delete", mid)[0] == 0
+    assert json.loads(run(capsys, "list", "--json")[1])["total"] == 0
+    assert run(capsys, "restore", mid)[0] == 0
+    assert json.loads(run(capsys, "list", "--json")[1])["total"] == 1
+    code, out, _ = run(capsys, "purge", mid, "--yes")
+    assert code == 0 and "purged 1" in out
+    code, _, err = run(capsys, "show", mid)
+    assert code == 3 and "does not exist" in err
+
+
+def test_environments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "env", "create", "webapp")[0] == 0
+    assert run(capsys, "env", "use", "webapp")[0] == 0
+    run(capsys, "add", "webapp fact")
+    assert json.loads(run(capsys, "list", "--json")[1])["total"] == 1
+    assert json.loads(run(capsys, "list", "--env", "default", "--json")[1])["total"] == 0
+    envs = json.loads(run(capsys, "env", "list", "--json")[1])
+    assert sorted(e["name"] for e in envs) == ["default", "webapp"]
+    code, _, err = run(capsys, "env", "delete", "webapp")
+    assert code == 1 and "holds 1 memories" in err
+    assert run(capsys, "env", "delete", "webapp", "--purge", "--yes")[0] == 0
+    # the current environment fell back to the default
+    assert json.loads(run(capsys, "list", "--json")[1])["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (
+            ["add", "x", "--importance", "3"],
+            2,
+            "importance: Input should be less than or equal to 1",
+        ),
+        (["show", "mem_missing"], 3, "memory 'mem_missing' does not exist"),
+        (["list", "--env", "ghost"], 3, "environment 'ghost' does not exist"),
+        (["env", "create", "bad name"], 2, "environment name 'bad name'"),
+        (["add", "x", "--category", "Bad Cat"], 2, "category"),
+        (["restore", "mem_missing"], 3, "does not exist"),
+    ],
+)
+def test_bad_input_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str
+) -> None:
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert message in err
+    assert "Traceback" not in err + out
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_entry_point_runs_without_traceback(tmp_path: Path) -> None:
+    env = {"ENGRAM_HOME": str(tmp_path / "x"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "engram", "show", "mem_nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 3
+    assert proc.stderr.strip() == "error: memory 'mem_nope' does not exist"
+    help_ = subprocess.run(
+        [sys.executable, "-m", "engram", "--help"], capture_output=True, text=True, env=env
+    )
+    assert help_.returncode == 0
+    for command in (
+        "init",
+        "add",
+        "list",
+        "show",
+        "edit",
+        "delete",
+        "restore",
+        "history",
+        "purge",
+        "env",
+    ):
+        assert command in help_.stdout
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "add")
+    assert code == 2 and "Missing argument" in err
+    code, _, err = run(capsys, "list", "--bogus")
+    assert code == 2 and "No such option" in err
