@@ -93,7 +93,7 @@ class SQLiteStore:
         self._closed = False
 
     # -- connections -------------------------------------------------------------------------
-    def _reader(self) -> sqlite3.Connection:
+    def reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
@@ -106,7 +106,7 @@ class SQLiteStore:
         return conn
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self) -> Iterator[sqlite3.Connection]:
         with self._write_lock:
             if self._closed:
                 raise StorageError("the store is closed")
@@ -134,11 +134,11 @@ class SQLiteStore:
                 self._writer.close()
 
     def applied_migrations(self) -> list[str]:
-        return migrations.applied(self._reader())
+        return migrations.applied(self.reader())
 
     # -- environments ------------------------------------------------------------------------
     def create_environment(self, env: Environment) -> None:
-        with self._tx() as conn:
+        with self.tx() as conn:
             conn.execute(
                 "INSERT INTO environments (id, name, owner, description, created_at, metadata) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -156,7 +156,7 @@ class SQLiteStore:
 
     def get_environment(self, env_id: str) -> Environment | None:
         row = (
-            self._reader()
+            self.reader()
             .execute(f"SELECT {self._ENV_COLS} FROM environments WHERE id = ?", (env_id,))
             .fetchone()
         )
@@ -164,7 +164,7 @@ class SQLiteStore:
 
     def find_environment(self, owner: str, name: str) -> Environment | None:
         row = (
-            self._reader()
+            self.reader()
             .execute(
                 f"SELECT {self._ENV_COLS} FROM environments WHERE owner = ? AND name = ?",
                 (owner, name),
@@ -179,11 +179,11 @@ class SQLiteStore:
         if owner is not None:
             sql += " WHERE owner = ?"
             params = (owner,)
-        rows = self._reader().execute(sql + " ORDER BY created_at, name", params).fetchall()
+        rows = self.reader().execute(sql + " ORDER BY created_at, name", params).fetchall()
         return [environment_from_row(r) for r in rows]
 
     def delete_environment(self, env_id: str) -> None:
-        with self._tx() as conn:
+        with self.tx() as conn:
             ids = [
                 r[0]
                 for r in conn.execute("SELECT id FROM memories WHERE environment_id = ?", (env_id,))
@@ -195,7 +195,7 @@ class SQLiteStore:
     def write(self, changes: Sequence[Change]) -> None:
         if not changes:
             return
-        with self._tx() as conn:
+        with self.tx() as conn:
             for change in changes:
                 m = change.memory
                 seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
@@ -223,7 +223,7 @@ class SQLiteStore:
         if not memory_ids:
             return []
         found: dict[str, Memory] = {}
-        conn = self._reader()
+        conn = self.reader()
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -241,7 +241,7 @@ class SQLiteStore:
         cond, params = where(flt)
         order_sql = _ORDERS[order]
         rows = (
-            self._reader()
+            self.reader()
             .execute(
                 f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
                 f"FROM memories m WHERE {cond} ORDER BY {order_sql}, m.seq DESC LIMIT ? OFFSET ?",
@@ -253,12 +253,12 @@ class SQLiteStore:
 
     def count(self, flt: MemoryFilter) -> int:
         cond, params = where(flt)
-        row = self._reader().execute(f"SELECT count(*) FROM memories m WHERE {cond}", params)
+        row = self.reader().execute(f"SELECT count(*) FROM memories m WHERE {cond}", params)
         return int(row.fetchone()[0])
 
     def versions(self, memory_id: str) -> list[MemoryVersion]:
         rows = (
-            self._reader()
+            self.reader()
             .execute(
                 "SELECT memory_id, version, action, at, actor, reason, snapshot "
                 "FROM memory_versions WHERE memory_id = ? ORDER BY version",
@@ -282,7 +282,7 @@ class SQLiteStore:
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self._tx() as conn:
+        with self.tx() as conn:
             conn.executemany(
                 "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
                 "WHERE id = ?",
@@ -290,7 +290,7 @@ class SQLiteStore:
             )
 
     def purge(self, memory_ids: Sequence[str]) -> int:
-        with self._tx() as conn:
+        with self.tx() as conn:
             return self._purge_in(conn, list(memory_ids))
 
     def _purge_in(self, conn: sqlite3.Connection, ids: list[str]) -> int:
@@ -321,7 +321,7 @@ class SQLiteStore:
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         cond, params = where(flt)
         rows = (
-            self._reader()
+            self.reader()
             .execute(
                 "SELECT m.id, -bm25(memories_fts) FROM memories_fts "
                 "JOIN memories m ON m.seq = memories_fts.rowid "
@@ -335,7 +335,7 @@ class SQLiteStore:
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
-        conn = self._reader()
+        conn = self.reader()
         want = limit
         while True:
             # the in-memory index filters by environment; the rest of the filter is checked
@@ -355,7 +355,7 @@ class SQLiteStore:
 
     def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
         rows = (
-            self._reader()
+            self.reader()
             .execute(
                 "SELECT m.id, f.text, m.content_hash FROM memories m "
                 "JOIN memories_fts f ON f.rowid = m.seq "
@@ -372,7 +372,7 @@ class SQLiteStore:
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
-        with self._tx() as conn:
+        with self.tx() as conn:
             rev = conn.execute(
                 "UPDATE store_meta SET value = value + ? WHERE key = 'vector_rev' RETURNING value",
                 (len(updates),),
@@ -388,7 +388,7 @@ class SQLiteStore:
                 )
 
     def embedding_stats(self) -> dict[str, int]:
-        rows = self._reader().execute(
+        rows = self.reader().execute(
             "SELECT model_id, count(*) FROM memory_vectors GROUP BY model_id"
         )
         return {r[0]: int(r[1]) for r in rows}
