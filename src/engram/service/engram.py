@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engram.clock import Clock, system_clock
 from engram.config import Settings
+from engram.embeddings.protocol import Embedder
 from engram.service.environments import EnvironmentService
 from engram.service.memories import MemoryService
 from engram.store import Store, open_store
@@ -15,9 +16,13 @@ class Engram:
     Build it with :meth:`open` at an entry point, or directly with a store in tests.
     """
 
-    def __init__(self, store: Store, *, clock: Clock = system_clock) -> None:
+    def __init__(
+        self, store: Store, *, clock: Clock = system_clock, embedder: Embedder | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
+        # None means keyword-only: no vectors are computed or searched
+        self.embedder = embedder
         self.environments = EnvironmentService(store, clock)
         self.memories = MemoryService(store, clock, self.environments)
 
