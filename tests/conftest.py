@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engram import Engram
+from engram.embeddings.static import StaticEmbedder, ensure_default_static_model
 from engram.store.sqlite import SQLiteStore
 
 
@@ -50,3 +52,27 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 @pytest.fixture
 def engram(store: SQLiteStore, clock: FakeClock) -> Engram:
     return Engram(store, clock=clock)
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the default static model is distilled: ENGRAM_MODEL_CACHE (scripts/test keeps it
+    in the checkout between runs) or a fresh directory for this session."""
+    configured = os.environ.get("ENGRAM_MODEL_CACHE")
+    if configured:
+        return Path(configured)
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="session")
+def default_embedder(model_cache: Path) -> StaticEmbedder:
+    """The real default embedder (distilled from the shipped MiniLM weights on first use)."""
+    return StaticEmbedder(ensure_default_static_model(model_cache))
+
+
+@pytest.fixture
+def semantic_engram(
+    store: SQLiteStore, clock: FakeClock, default_embedder: StaticEmbedder
+) -> Engram:
+    """An Engram with the default embedder: hybrid search and context assembly."""
+    return Engram(store, clock=clock, embedder=default_embedder)

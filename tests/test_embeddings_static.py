@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -38,14 +37,6 @@ ST_FINGERPRINT = [
 # First 6 dimensions of "The cat sits on the mat." from model2vec 0.10
 # `distill(<MiniLM dir>, pca_dims=None)` + `StaticModel.encode`, run with torch.
 M2V_FINGERPRINT = [-0.0309, 0.0438, -0.0536, 0.0294, -0.0476, -0.0088]
-
-
-@pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    configured = os.environ.get("ENGRAM_MODEL_CACHE")
-    if configured:
-        return Path(configured)
-    return tmp_path_factory.mktemp("model-cache")
 
 
 @pytest.fixture(scope="session")

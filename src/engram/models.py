@@ -193,10 +193,16 @@ class Memory(_Frozen):
     metadata: dict[str, Any] = Field(default_factory=dict)
     episode: EpisodeDetails | None = None
     procedure: ProcedureDetails | None = None
+    keyword_context: str = ""
     version: int = 1
 
+    def keyword_text(self) -> str:
+        """What the keyword index holds: the search text plus any keyword-only context."""
+        text = self.search_text()
+        return f"{text}\n{self.keyword_context}" if self.keyword_context else text
+
     def search_text(self) -> str:
-        """The text indexed for keyword and semantic search."""
+        """The text that is embedded (and, with ``keyword_context``, keyword-indexed)."""
         parts = [self.content]
         if self.procedure is not None:
             parts = [
@@ -243,6 +249,12 @@ class NewMemory(_Input):
     procedure: ProcedureDetails | None = None
     created_at: datetime | None = Field(
         default=None, description="When the memory was made; defaults to now (used by imports)."
+    )
+    keyword_context: str = Field(
+        default="",
+        max_length=MAX_CONTENT_CHARS,
+        description="Extra text indexed for keyword search only, never embedded or shown: e.g. "
+        "the neighbouring turns of the conversation a memory came from.",
     )
 
     @model_validator(mode="after")

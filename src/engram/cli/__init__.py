@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from engram.cli import env, memories
+from engram.cli import audit, env, extract, keys, maintain, memories, search, serve, soul
 from engram.cli.common import console, make_state, service
 from engram.errors import EngramError, InvalidInput, NotFound
 from engram.service.environments import validation_message
@@ -40,17 +40,37 @@ def root(
 
 
 @app.command()
-def init(ctx: typer.Context) -> None:
-    """Create the data directory, the database and the default environment."""
+def init(
+    ctx: typer.Context,
+    rotate: Annotated[
+        bool, typer.Option("--rotate", help="Replace the owner token and print the new one.")
+    ] = False,
+) -> None:
+    """Create the data directory, the database, the default environment, the owner account and
+    its token file (<home>/token, mode 0600). Safe to re-run: nothing changes and no secret is
+    printed unless --rotate."""
     with service(ctx) as (engram, st):
         env = engram.environments.ensure_default(st.actor)
+        issued = keys.bootstrap(engram, st.settings.home, rotate=rotate)
         console.print(f"Engram is ready in [bold]{st.settings.home}[/bold]")
         console.print(f"database: {st.settings.database_url}")
         console.print(f"default environment: {env.name} ({env.id})")
+        console.print(f"owner token: {st.settings.home / 'token'} (mode 0600)")
+        if issued is not None and rotate:
+            console.print("new token (the old one no longer works):")
+            typer.echo(issued.token)
 
 
 memories.register(app)
+search.register(app)
+maintain.register(app)
 app.add_typer(env.app, name="env")
+app.add_typer(keys.app, name="keys")
+app.add_typer(keys.users_app, name="users")
+audit.register(app)
+extract.register(app)
+serve.register(app)
+app.add_typer(soul.app, name="soul")
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
 

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import secrets
+
+from engram.actors import Actor
 from engram.clock import Clock, system_clock
 from engram.config import Settings
+from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
+from engram.lifecycle.config import LifecycleConfig
+from engram.service.accounts import AccountService, load_secret
+from engram.service.audit import AuditLog
+from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
+from engram.service.extraction import ExtractionService
+from engram.service.indexer import Indexer
+from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
+from engram.service.search import SearchService
+from engram.service.soul import SoulService
 from engram.store import Store, open_store
+from engram.store.conversations import conversation_store_for
 
 
 class Engram:
@@ -17,20 +31,68 @@ class Engram:
     """
 
     def __init__(
-        self, store: Store, *, clock: Clock = system_clock, embedder: Embedder | None = None
+        self,
+        store: Store,
+        *,
+        clock: Clock = system_clock,
+        embedder: Embedder | None = None,
+        secret: bytes | None = None,
+        lifecycle: LifecycleConfig | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         # None means keyword-only: no vectors are computed or searched
         self.embedder = embedder
-        self.environments = EnvironmentService(store, clock)
+        self.audit = AuditLog(store, clock)
+        # the key-hashing secret; without one (tests), keys live only as long as this object
+        self.accounts = AccountService(
+            store, clock, self.audit, secret if secret is not None else secrets.token_bytes(32)
+        )
+        self.environments = EnvironmentService(store, clock, self.audit)
         self.memories = MemoryService(store, clock, self.environments)
+        self.search = SearchService(store, clock, self.environments, embedder)
+        # embeds new memories; the server runs it in the background (start_indexer)
+        self.indexer = Indexer(store, embedder) if embedder is not None else None
+        self.soul = SoulService(store, clock, self.environments)
+        self.context = ContextService(
+            store, clock, self.environments, self.search, soul=self._soul_block
+        )
+        # dedup, contradiction, decay and compaction; no LLM (see engram.lifecycle)
+        self.lifecycle = LifecycleService(
+            store, clock, self.environments, self.memories, embedder, lifecycle
+        )
+        # learning from conversations; stores through self.lifecycle when there is one
+        self.extraction = ExtractionService(self, conversation_store_for(store), clock)
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
-        return cls(open_store(settings.database_url), clock=clock)
+        return cls(
+            open_store(settings.database_url),
+            clock=clock,
+            secret=load_secret(settings.home),
+            embedder=load_embedder(settings.embedder, settings.model_cache),
+        )
+
+    def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:
+        rendered = self.soul.render(actor, environment, max_tokens)
+        notes = []
+        if rendered.truncated:
+            notes.append("truncated: " + ", ".join(rendered.truncated))
+        if rendered.dropped:
+            notes.append("dropped: " + ", ".join(rendered.dropped))
+        return SoulBlock(rendered.text, rendered.tokens, "; ".join(notes))
+
+    def index_pending(self, max_items: int | None = None) -> int:
+        """Embed memories that have no vector for the current model yet; return how many."""
+        return self.indexer.run_once(max_items) if self.indexer is not None else 0
+
+    def start_indexer(self) -> None:
+        if self.indexer is not None:
+            self.indexer.start()
 
     def close(self) -> None:
+        if self.indexer is not None:
+            self.indexer.stop()
         self.store.close()
 
     def __enter__(self) -> Engram:

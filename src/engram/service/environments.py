@@ -1,24 +1,69 @@
-"""Environments: isolated spaces of memories, one per project, owned by a user."""
+"""Environments: isolated spaces of memories, one per project, owned by a user and shared with
+members who hold a role (owner, writer, reader).
+
+Access is enforced here, so every edge (REST, MCP, CLI) gets the same rules: an environment the
+actor cannot see does not exist for them (``NotFound``, never a hint that it exists); one they
+see but may not change raises ``PermissionDenied``.
+"""
 
 from __future__ import annotations
 
+import builtins
+
 from pydantic import ValidationError
 
+from engram.accounts import Member, Role, Scope
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.config import DEFAULT_ENVIRONMENT
-from engram.errors import Conflict, InvalidInput, NotFound
+from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from engram.ids import new_id
 from engram.models import Environment, MemoryFilter, Status, validate_env_name
+from engram.service.audit import AuditLog
 from engram.store import Store
+
+_SCOPE_FOR = {Role.READER: Scope.READ, Role.WRITER: Scope.WRITE, Role.OWNER: Scope.WRITE}
+
+
+def require_scope(actor: Actor, scope: Scope) -> None:
+    if not actor.can(scope):
+        raise PermissionDenied(f"this key lacks the {scope.value!r} scope", scope=scope.value)
 
 
 class EnvironmentService:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, audit: AuditLog | None = None) -> None:
         self._store = store
         self._clock = clock
+        self.audit = audit or AuditLog(store, clock)
 
+    # -- access ------------------------------------------------------------------------------
+    def role_of(self, env: Environment, actor: Actor) -> Role | None:
+        """The actor's role in ``env``: owner for its owner, else their membership, else None."""
+        if env.owner == actor.user_id:
+            return Role.OWNER
+        member = self._store.accounts.get_member(env.id, actor.user_id)
+        return None if member is None else member.role
+
+    def roles(self, actor: Actor) -> dict[str, Role]:
+        """Every environment the actor can see, with their role in it."""
+        out = {m.environment_id: m.role for m in self._store.accounts.memberships(actor.user_id)}
+        out.update({e.id: Role.OWNER for e in self._store.list_environments(actor.user_id)})
+        return out
+
+    def check(self, env: Environment, role: Role | None, need: Role, actor: Actor) -> None:
+        if role is None:
+            raise NotFound(f"environment {env.id!r} does not exist", environment=env.id)
+        require_scope(actor, _SCOPE_FOR[need])
+        if not role.allows(need):
+            raise PermissionDenied(
+                f"you are a {role.value} of environment {env.name!r}; this needs {need.value}",
+                environment=env.id,
+                role=role.value,
+            )
+
+    # -- environments ------------------------------------------------------------------------
     def create(self, name: str, actor: Actor, description: str = "") -> Environment:
+        require_scope(actor, Scope.WRITE)
         try:
             name = validate_env_name(name)
         except ValueError as exc:
@@ -33,6 +78,7 @@ class EnvironmentService:
             created_at=self._clock(),
         )
         self._store.create_environment(env)
+        self.audit.record(actor, "environment.create", environment_id=env.id, targets=[env.id])
         return env
 
     def ensure_default(self, actor: Actor) -> Environment:
@@ -45,11 +91,19 @@ class EnvironmentService:
                 assert env is not None
         return env
 
-    def resolve(self, ref: str | None, actor: Actor) -> Environment:
-        """An environment by id or by name (the actor's own); ``None`` means the default."""
+    def resolve(self, ref: str | None, actor: Actor, need: Role = Role.READER) -> Environment:
+        """An environment by id (the actor's own or shared with them) or by name (the actor's
+        own); ``None`` means the default. ``need`` is the role the caller's action requires."""
+        env = self._find(ref, actor)
+        self.check(env, self.role_of(env, actor), need, actor)
+        return env
+
+    def _find(self, ref: str | None, actor: Actor) -> Environment:
         if ref is None or ref == "":
             return self.ensure_default(actor)
         env = self._store.get_environment(ref) if ref.startswith("env_") else None
+        if env is not None and self.role_of(env, actor) is None:
+            env = None
         if env is None:
             env = self._store.find_environment(actor.user_id, ref.strip().lower())
         if env is None:
@@ -59,13 +113,21 @@ class EnvironmentService:
         return env
 
     def list(self, actor: Actor) -> list[Environment]:
-        self.ensure_default(actor)
-        return self._store.list_environments(actor.user_id)
+        """The actor's own environments, then those shared with them."""
+        if actor.can(Scope.WRITE):
+            self.ensure_default(actor)
+        own = self._store.list_environments(actor.user_id)
+        shared = [
+            env
+            for m in self._store.accounts.memberships(actor.user_id)
+            if (env := self._store.get_environment(m.environment_id)) is not None
+        ]
+        return own + shared
 
     def delete(self, ref: str, actor: Actor, *, purge: bool = False) -> Environment:
         """Delete an environment. One that still holds memories (deleted ones included) is
         refused unless ``purge`` is set, which removes them for good."""
-        env = self.resolve(ref, actor)
+        env = self.resolve(ref, actor, Role.OWNER)
         held = self._store.count(MemoryFilter(environment_ids=[env.id], statuses=list(Status)))
         if held and not purge:
             raise Conflict(
@@ -75,7 +137,57 @@ class EnvironmentService:
                 memories=held,
             )
         self._store.delete_environment(env.id)
+        self.audit.record(
+            actor, "environment.delete", environment_id=env.id, targets=[env.id], purged=held
+        )
         return env
+
+    # -- members -----------------------------------------------------------------------------
+    def members(self, ref: str, actor: Actor) -> builtins.list[Member]:
+        """Everyone with access, the owner first."""
+        env = self.resolve(ref, actor)
+        owner = Member(
+            environment_id=env.id, user_id=env.owner, role=Role.OWNER, added_at=env.created_at
+        )
+        return [owner, *self._store.accounts.list_members(env.id)]
+
+    def share(self, ref: str, user_id: str, role: Role, actor: Actor) -> Member:
+        """Give ``user_id`` a role in the environment (owners only), or change it."""
+        env = self.resolve(ref, actor, Role.OWNER)
+        if user_id == env.owner:
+            raise InvalidInput("the environment's owner is always its owner", user_id=user_id)
+        if self._store.accounts.get_user(user_id) is None:
+            raise NotFound(f"user {user_id!r} does not exist", user_id=user_id)
+        old = self._store.accounts.get_member(env.id, user_id)
+        member = Member(
+            environment_id=env.id,
+            user_id=user_id,
+            role=role,
+            added_at=old.added_at if old else self._clock(),
+            added_by=actor.user_id,
+        )
+        entry = self.audit.entry(
+            actor,
+            "environment.share",
+            environment_id=env.id,
+            targets=[env.id, user_id],
+            role=role.value,
+            previous_role=old.role.value if old else None,
+        )
+        self._store.accounts.put_member(member, [entry])
+        return member
+
+    def unshare(self, ref: str, user_id: str, actor: Actor) -> Member:
+        """Remove a member (owners only; anyone may leave an environment shared with them)."""
+        env = self.resolve(ref, actor, Role.READER if user_id == actor.user_id else Role.OWNER)
+        member = self._store.accounts.get_member(env.id, user_id)
+        if member is None:
+            raise NotFound(f"user {user_id!r} is not a member of {env.name!r}", user_id=user_id)
+        entry = self.audit.entry(
+            actor, "environment.unshare", environment_id=env.id, targets=[env.id, user_id]
+        )
+        self._store.accounts.remove_member(env.id, user_id, [entry])
+        return member
 
 
 def validation_message(exc: ValidationError) -> str:

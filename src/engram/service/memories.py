@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import InvalidInput, NotFound
+from engram.errors import InvalidInput, NotFound, PermissionDenied
 from engram.ids import new_id
 from engram.models import (
     ORDERS,
@@ -52,19 +53,42 @@ class MemoryService:
             ),
         )
 
-    def _visible_env_ids(self, actor: Actor) -> set[str]:
-        return {e.id for e in self._store.list_environments(actor.user_id)}
-
-    def _load(self, memory_ids: Sequence[str], actor: Actor) -> list[Memory]:
+    def _load(
+        self, memory_ids: Sequence[str], actor: Actor, need: Role = Role.READER
+    ) -> list[Memory]:
+        """The memories, in order. One in an environment the actor cannot see is NotFound; one
+        they see with too small a role (or key scope) is PermissionDenied."""
         found = {m.id: m for m in self._store.get(memory_ids)}
-        visible = self._visible_env_ids(actor)
+        roles = self._envs.roles(actor)
         out = []
         for memory_id in memory_ids:
             memory = found.get(memory_id)
-            if memory is None or memory.environment_id not in visible:
+            role = None if memory is None else roles.get(memory.environment_id)
+            if memory is None or role is None:
                 raise NotFound(f"memory {memory_id!r} does not exist", memory_id=memory_id)
+            if need is not Role.READER or not role.allows(need):
+                env = self._store.get_environment(memory.environment_id)
+                if env is None:  # deleted concurrently
+                    raise PermissionDenied(f"memory {memory_id!r} cannot be changed")
+                self._envs.check(env, role, need, actor)
             out.append(memory)
         return out
+
+    def _commit(self, changes: Sequence[Change], actor: Actor, action: str = "") -> None:
+        """Write the changes (one transaction), then record them in the audit log."""
+        self._store.write(changes)
+        by_env: dict[str, list[Change]] = {}
+        for c in changes:
+            by_env.setdefault(c.memory.environment_id, []).append(c)
+        for env_id, group in by_env.items():
+            self._envs.audit.record(
+                actor,
+                action or f"memory.{group[0].version.action.value}",
+                environment_id=env_id,
+                targets=[c.memory.id for c in group],
+                before={c.memory.id: (c.memory.version - 1) or None for c in group},
+                after={c.memory.id: c.memory.version for c in group},
+            )
 
     def _build(self, env_id: str, new: NewMemory, actor: Actor) -> Memory:
         now = self._clock()
@@ -81,11 +105,13 @@ class MemoryService:
             source=new.source,
             pinned=new.pinned,
             created_at=created,
-            updated_at=max(created, now),
+            # an imported memory keeps its own time: recency is about when it was true
+            updated_at=created,
             author=new.author or actor.user_id,
             metadata=new.metadata,
             episode=new.episode,
             procedure=new.procedure,
+            keyword_context=new.keyword_context,
             version=1,
         )
 
@@ -104,9 +130,9 @@ class MemoryService:
         """Create memories atomically: all are stored or none."""
         if len(items) > MAX_BULK:
             raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
-        env = self._envs.resolve(environment, actor)
+        env = self._envs.resolve(environment, actor, Role.WRITER)
         memories = [self._build(env.id, item, actor) for item in items]
-        self._store.write([self._change(m, Action.CREATE, actor) for m in memories])
+        self._commit([self._change(m, Action.CREATE, actor) for m in memories], actor)
         return memories
 
     # -- read --------------------------------------------------------------------------------
@@ -148,7 +174,7 @@ class MemoryService:
     ) -> list[Memory]:
         if len(patches) > MAX_BULK:
             raise InvalidInput(f"at most {MAX_BULK} updates per request, got {len(patches)}")
-        current = self._load([p[0] for p in patches], actor)
+        current = self._load([p[0] for p in patches], actor, Role.WRITER)
         changes = []
         for memory, (_, patch) in zip(current, patches, strict=True):
             if memory.status is Status.DELETED:
@@ -164,12 +190,12 @@ class MemoryService:
             changes.append(
                 self._change(self._next(memory, **updates), Action.UPDATE, actor, reason)
             )
-        self._store.write(changes)
+        self._commit(changes, actor)
         return [c.memory for c in changes]
 
     def record_outcome(self, memory_id: str, success: bool, actor: Actor, note: str = "") -> Memory:
         """Count a run of a procedure as a success or a failure."""
-        memory = self.get(memory_id, actor)
+        memory = self._load([memory_id], actor, Role.WRITER)[0]
         if memory.procedure is None:
             raise InvalidInput(f"memory {memory_id!r} is a {memory.layer}, not a procedure")
         proc = memory.procedure
@@ -183,7 +209,8 @@ class MemoryService:
         )
         new = self._next(memory, procedure=proc)
         reason = ("success" if success else "failure") + (f": {note}" if note else "")
-        self._store.write([self._change(new, Action.UPDATE, actor, reason)])
+        outcome = "memory.success" if success else "memory.failure"
+        self._commit([self._change(new, Action.UPDATE, actor, reason)], actor, outcome)
         return new
 
     # -- delete / restore / purge -------------------------------------------------------------
@@ -198,10 +225,10 @@ class MemoryService:
             raise InvalidInput(f"at most {MAX_BULK} deletions per request, got {len(memory_ids)}")
         changes = [
             self._change(self._next(m, status=Status.DELETED), Action.DELETE, actor, reason)
-            for m in self._load(memory_ids, actor)
+            for m in self._load(memory_ids, actor, Role.WRITER)
             if m.status is not Status.DELETED
         ]
-        self._store.write(changes)
+        self._commit(changes, actor)
         return [c.memory for c in changes]
 
     def restore(
@@ -213,7 +240,7 @@ class MemoryService:
         snapshot; without it, a deleted (or merged, superseded, flagged, archived) memory returns
         to the last state in which it was active.
         """
-        memory = self.get(memory_id, actor)
+        memory = self._load([memory_id], actor, Role.WRITER)[0]
         versions = self._store.versions(memory_id)
         if version is None:
             target = next(
@@ -243,10 +270,21 @@ class MemoryService:
             }
         )
         why = reason or f"restored version {target.version}"
-        self._store.write([self._change(restored, Action.RESTORE, actor, why)])
+        self._commit([self._change(restored, Action.RESTORE, actor, why)], actor)
         return restored
 
     def purge(self, memory_ids: Sequence[str], actor: Actor) -> int:
         """Remove memories for good: rows, versions, keyword index entries and vectors."""
-        self._load(memory_ids, actor)
-        return self._store.purge(memory_ids)
+        memories = self._load(memory_ids, actor, Role.OWNER)
+        removed = self._store.purge(memory_ids)
+        for env_id in dict.fromkeys(m.environment_id for m in memories):
+            ids = [m.id for m in memories if m.environment_id == env_id]
+            self._envs.audit.record(
+                actor,
+                "memory.purge",
+                environment_id=env_id,
+                targets=ids,
+                before={m.id: m.version for m in memories if m.environment_id == env_id},
+                after=dict.fromkeys(ids),
+            )
+        return removed

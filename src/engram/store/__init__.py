@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from engram.errors import InvalidInput
-from engram.store.protocol import Change, EmbeddingUpdate, Hit, PendingEmbedding, Store
+from engram.store.protocol import (
+    Change,
+    EmbeddingUpdate,
+    Hit,
+    PendingEmbedding,
+    RankFields,
+    Store,
+)
 
 
 def open_store(url: str | Path) -> Store:
@@ -23,4 +30,12 @@ def open_store(url: str | Path) -> Store:
     return SQLiteStore(Path(text))
 
 
-__all__ = ["Change", "EmbeddingUpdate", "Hit", "PendingEmbedding", "Store", "open_store"]
+__all__ = [
+    "Change",
+    "EmbeddingUpdate",
+    "Hit",
+    "PendingEmbedding",
+    "RankFields",
+    "Store",
+    "open_store",
+]

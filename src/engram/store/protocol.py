@@ -16,7 +16,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.store.accounts import AccountStore, AuditStore
+from engram.store.reviews import ReviewStore
+from engram.store.soul import SoulStore
 
 Vector = npt.NDArray[np.float32]
 
@@ -39,6 +42,18 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class RankFields:
+    """The few columns ranking needs, read cheaply for many candidates at once."""
+
+    memory_id: str
+    layer: Layer
+    importance: float
+    confidence: float
+    updated_at: datetime
+    access_count: int
+
+
+@dataclass(frozen=True, slots=True)
 class PendingEmbedding:
     """A memory whose vector is missing or stale for the current model."""
 
@@ -56,6 +71,26 @@ class EmbeddingUpdate:
 
 class Store(Protocol):
     """Durable storage of environments, memories, versions, the keyword index and vectors."""
+
+    @property
+    def accounts(self) -> AccountStore:
+        """Users, API keys and environment members."""
+        ...
+
+    @property
+    def audit(self) -> AuditStore:
+        """The append-only audit log."""
+        ...
+
+    @property
+    def soul(self) -> SoulStore:
+        """Soul blocks, their versions and snapshots."""
+        ...
+
+    @property
+    def reviews(self) -> ReviewStore:
+        """The lifecycle's review queue."""
+        ...
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None: ...
@@ -86,6 +121,10 @@ class Store(Protocol):
         """The memories that exist among ``memory_ids``, in the order asked."""
         ...
 
+    def rank_fields(self, memory_ids: Sequence[str]) -> list[RankFields]:
+        """Ranking columns of the memories that exist among ``memory_ids``."""
+        ...
+
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
     ) -> list[Memory]: ...
@@ -113,11 +152,21 @@ class Store(Protocol):
         """Nearest memories by cosine similarity among those embedded with ``model_id``."""
         ...
 
+    def vector_scores(
+        self, vector: Vector, model_id: str, memory_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine similarity of ``vector`` to each listed memory that has a ``model_id`` vector."""
+        ...
+
     def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
         """Live memories with no vector for ``model_id`` or a vector of older content."""
         ...
 
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None: ...
+
+    def prune_embeddings(self, keep_model_id: str) -> int:
+        """Delete every vector not made by ``keep_model_id``; return how many."""
+        ...
 
     def embedding_stats(self) -> dict[str, int]:
         """How many vectors are stored per model id."""

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from engram.errors import StorageError
+from engram.store.sqlite import soul
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,146 @@ MIGRATIONS: tuple[Migration, ...] = (
             # a counter bumped whenever vectors disappear, so in-memory indexes know to reload
             "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
             "INSERT INTO store_meta (key, value) VALUES ('vector_epoch', 0), ('vector_rev', 0)",
+        ),
+    ),
+    Migration(
+        "0004_accounts",
+        (
+            """CREATE TABLE users (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                created_at REAL NOT NULL,
+                is_admin INTEGER NOT NULL DEFAULT 0,
+                password_hash TEXT
+            )""",
+            # only the HMAC-SHA256 digest of a token is stored, never the token
+            """CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id),
+                name TEXT NOT NULL,
+                prefix TEXT NOT NULL,
+                digest TEXT NOT NULL UNIQUE,
+                scopes TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                last_used_at REAL,
+                revoked_at REAL,
+                replaced_by TEXT
+            )""",
+            "CREATE INDEX api_keys_user ON api_keys (user_id)",
+            # an environment's owner is environments.owner; this table holds everyone else
+            """CREATE TABLE environment_members (
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                user_id TEXT NOT NULL,
+                role TEXT NOT NULL,
+                added_at REAL NOT NULL,
+                added_by TEXT,
+                PRIMARY KEY (environment_id, user_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX environment_members_user ON environment_members (user_id)",
+        ),
+    ),
+    Migration(
+        "0005_audit",
+        (
+            """CREATE TABLE audit_log (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                at REAL NOT NULL,
+                user_id TEXT NOT NULL,
+                key_id TEXT,
+                interface TEXT NOT NULL,
+                action TEXT NOT NULL,
+                environment_id TEXT,
+                targets TEXT NOT NULL DEFAULT '[]',
+                before TEXT NOT NULL DEFAULT '{}',
+                after TEXT NOT NULL DEFAULT '{}',
+                details TEXT NOT NULL DEFAULT '{}'
+            )""",
+            "CREATE INDEX audit_log_at ON audit_log (at)",
+            "CREATE INDEX audit_log_user ON audit_log (user_id, at)",
+            "CREATE INDEX audit_log_env ON audit_log (environment_id, at)",
+            # one row per (entry, target) so 'what happened to this memory' is an index lookup
+            """CREATE TABLE audit_targets (
+                audit_seq INTEGER NOT NULL REFERENCES audit_log(seq),
+                target TEXT NOT NULL,
+                PRIMARY KEY (target, audit_seq)
+            ) WITHOUT ROWID""",
+        ),
+    ),
+    Migration(
+        "0008_keyword_context",
+        (
+            # extra text indexed for keyword search only (e.g. neighbouring conversation turns)
+            "ALTER TABLE memories ADD COLUMN keyword_context TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
+    Migration(
+        "0007_conversations",
+        (
+            # extracted_* record how far extraction has read (see ExtractionState)
+            """CREATE TABLE conversations (
+                id TEXT PRIMARY KEY,
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                source TEXT NOT NULL,
+                title TEXT NOT NULL DEFAULT '',
+                started_at REAL,
+                created_at REAL NOT NULL,
+                metadata TEXT NOT NULL DEFAULT '{}',
+                extracted_position INTEGER NOT NULL DEFAULT 0,
+                extracted_assistant INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX conversations_env ON conversations (environment_id, created_at)",
+            # dedup_key (external id or content hash) makes re-delivery idempotent
+            """CREATE TABLE conversation_messages (
+                conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                position INTEGER NOT NULL,
+                id TEXT NOT NULL UNIQUE,
+                role TEXT NOT NULL,
+                author TEXT,
+                content TEXT NOT NULL,
+                created_at REAL,
+                external_id TEXT,
+                dedup_key TEXT NOT NULL,
+                PRIMARY KEY (conversation_id, position),
+                UNIQUE (conversation_id, dedup_key)
+            ) WITHOUT ROWID""",
+        ),
+    ),
+    Migration(
+        "0007_llm_providers",
+        (
+            # api_key is AES-256-GCM ciphertext; its key lives in a file outside the database
+            """CREATE TABLE llm_providers (
+                name TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                base_url TEXT NOT NULL,
+                model TEXT NOT NULL,
+                api_key BLOB,
+                timeout REAL NOT NULL,
+                created_at REAL NOT NULL
+            )""",
+        ),
+    ),
+    Migration(soul.MIGRATION_NAME, soul.MIGRATION_STATEMENTS),
+    Migration(
+        "0009_lifecycle_review",
+        (
+            # pairs of memories the lifecycle could not decide about (see engram.lifecycle)
+            """CREATE TABLE review_items (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                memory_id TEXT NOT NULL,
+                other_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                reason TEXT NOT NULL DEFAULT '',
+                similarity REAL NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL,
+                status TEXT NOT NULL,
+                resolved_at REAL,
+                resolved_by TEXT
+            )""",
+            "CREATE INDEX review_items_env_status ON review_items (environment_id, status)",
         ),
     ),
 )

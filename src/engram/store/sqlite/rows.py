@@ -10,16 +10,20 @@ from typing import Any
 from engram.models import (
     Environment,
     EpisodeDetails,
+    Layer,
     Memory,
     MemoryFilter,
     ProcedureDetails,
+    Source,
+    Status,
 )
 from engram.text import content_hash
 
 MEMORY_COLUMNS = (
     "id, environment_id, layer, status, category, content, tags, importance, confidence, "
     "source, pinned, supersedes, superseded_by, merged_into, created_at, updated_at, "
-    "last_accessed_at, access_count, reinforcement_count, author, metadata, details, version"
+    "last_accessed_at, access_count, reinforcement_count, author, metadata, details, version, "
+    "keyword_context"
 )
 
 
@@ -61,6 +65,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         json.dumps(m.metadata),
         details,
         m.version,
+        m.keyword_context,
         content_hash(m.search_text()),
     )
 
@@ -91,24 +96,26 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
         metadata,
         details,
         version,
-    ) = tuple(row)[:23]
+        keyword_context,
+    ) = tuple(row)[:24]
     episode = procedure = None
     if details is not None:
         if layer == "episode":
             episode = EpisodeDetails.model_validate_json(details)
         elif layer == "procedure":
             procedure = ProcedureDetails.model_validate_json(details)
-    return Memory(
+    # rows are written only by this store from validated models: skip re-validation
+    return Memory.model_construct(
         id=id_,
         environment_id=env,
-        layer=layer,
-        status=status,
-        category=category,
+        layer=Layer(layer),
         content=content,
+        category=category,
         tags=json.loads(tags),
         importance=importance,
         confidence=confidence,
-        source=source,
+        source=Source(source),
+        status=Status(status),
         pinned=bool(pinned),
         supersedes=supersedes,
         superseded_by=superseded_by,
@@ -122,6 +129,7 @@ def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
         metadata=json.loads(metadata),
         episode=episode,
         procedure=procedure,
+        keyword_context=keyword_context,
         version=version,
     )
 

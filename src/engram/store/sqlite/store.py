@@ -19,9 +19,19 @@ from pathlib import Path
 import numpy as np
 
 from engram.errors import StorageError
-from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
-from engram.store.protocol import Change, EmbeddingUpdate, Hit, PendingEmbedding, Vector
+from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.store.protocol import (
+    Change,
+    EmbeddingUpdate,
+    Hit,
+    PendingEmbedding,
+    RankFields,
+    Vector,
+)
 from engram.store.sqlite import migrations
+from engram.store.sqlite.accounts import SQLiteAccountStore
+from engram.store.sqlite.audit import SQLiteAuditStore
+from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
     MEMORY_COLUMNS,
     environment_from_row,
@@ -29,6 +39,7 @@ from engram.store.sqlite.rows import (
     memory_params,
     where,
 )
+from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
 from engram.text import content_words
 
@@ -43,7 +54,7 @@ _ORDERS = {
 }
 
 _UPSERT = (
-    f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({','.join('?' * 24)}) "
+    f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({','.join('?' * 25)}) "
     "ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(
         f"{c.strip()} = excluded.{c.strip()}"
@@ -91,6 +102,10 @@ class SQLiteStore:
         self._readers_lock = threading.Lock()
         self._vectors = VectorIndex()
         self._closed = False
+        self.accounts = SQLiteAccountStore(self)
+        self.audit = SQLiteAuditStore(self)
+        self.reviews = SQLiteReviewStore(self)
+        self.soul = SQLiteSoulStore(self)
 
     # -- connections -------------------------------------------------------------------------
     def reader(self) -> sqlite3.Connection:
@@ -201,7 +216,7 @@ class SQLiteStore:
                 seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
                 conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (seq,))
                 conn.execute(
-                    "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (seq, m.search_text())
+                    "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (seq, m.keyword_text())
                 )
                 v = change.version
                 conn.execute(
@@ -234,6 +249,23 @@ class SQLiteStore:
             for row in rows:
                 found[row[0]] = memory_from_row(row)
         return [found[i] for i in ids if i in found]
+
+    def rank_fields(self, memory_ids: Sequence[str]) -> list[RankFields]:
+        out: list[RankFields] = []
+        conn = self.reader()
+        ids = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = conn.execute(
+                "SELECT id, layer, importance, confidence, updated_at, access_count "
+                f"FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            out.extend(
+                RankFields(r[0], Layer(r[1]), r[2], r[3], datetime.fromtimestamp(r[4], UTC), r[5])
+                for r in rows
+            )
+        return out
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
@@ -353,12 +385,17 @@ class SQLiteStore:
                 return hits[:limit]
             want *= 4
 
+    def vector_scores(
+        self, vector: Vector, model_id: str, memory_ids: Sequence[str]
+    ) -> dict[str, float]:
+        return self._vectors.scores_for(self.reader(), model_id, vector, memory_ids)
+
     def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
+        cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
         rows = (
             self.reader()
             .execute(
-                "SELECT m.id, f.text, m.content_hash FROM memories m "
-                "JOIN memories_fts f ON f.rowid = m.seq "
+                f"SELECT {cols}, m.content_hash FROM memories m "
                 "LEFT JOIN memory_vectors v ON v.memory_seq = m.seq AND v.model_id = ? "
                 "WHERE m.status != 'deleted' "
                 "AND (v.memory_seq IS NULL OR v.content_hash != m.content_hash) "
@@ -367,7 +404,7 @@ class SQLiteStore:
             )
             .fetchall()
         )
-        return [PendingEmbedding(r[0], r[1], r[2]) for r in rows]
+        return [PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-1]) for r in rows]
 
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
@@ -386,6 +423,15 @@ class SQLiteStore:
                     "SELECT seq, ?, environment_id, ?, ?, ?, ? FROM memories WHERE id = ?",
                     (model_id, u.content_hash, vec.shape[0], vec.tobytes(), rev, u.memory_id),
                 )
+
+    def prune_embeddings(self, keep_model_id: str) -> int:
+        with self.tx() as conn:
+            removed = conn.execute(
+                "DELETE FROM memory_vectors WHERE model_id != ?", (keep_model_id,)
+            ).rowcount
+            if removed:
+                conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+        return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
         rows = self.reader().execute(

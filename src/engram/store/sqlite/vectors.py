@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +26,7 @@ class _Matrix:
         self.env: npt.NDArray[np.int32] = np.zeros(1024, dtype=np.int32)
         self.ids: list[str] = []
         self.row_of: dict[int, int] = {}  # memory seq -> row
+        self.row_of_id: dict[str, int] = {}
         self.rev = 0
 
     def put(self, seq: int, memory_id: str, env_code: int, vector: Vector) -> None:
@@ -36,6 +38,7 @@ class _Matrix:
             row = self.n
             self.n += 1
             self.row_of[seq] = row
+            self.row_of_id[memory_id] = row
             self.ids.append(memory_id)
         self.mat[row] = vector
         self.env[row] = env_code
@@ -107,3 +110,21 @@ class VectorIndex:
             top = np.argpartition(-scores, k - 1)[:k]
             top = top[np.argsort(-scores[top])]
             return [(matrix.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def scores_for(
+        self,
+        conn: sqlite3.Connection,
+        model_id: str,
+        query: Vector,
+        memory_ids: Sequence[str],
+    ) -> dict[str, float]:
+        """Cosine of ``query`` to each listed memory that has a vector of ``model_id``."""
+        with self._lock:
+            matrix = self._refresh(conn, model_id)
+            if matrix is None or query.shape[0] != matrix.dim:
+                return {}
+            rows = [(i, matrix.row_of_id[i]) for i in memory_ids if i in matrix.row_of_id]
+            if not rows:
+                return {}
+            sims = matrix.mat[[r for _, r in rows]] @ query.astype(np.float32)
+            return {i: float(s) for (i, _), s in zip(rows, sims, strict=True)}

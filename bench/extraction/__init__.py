@@ -1,0 +1,1 @@
+"""Extraction benchmark on LoCoMo (see ``python -m bench.extraction --help``)."""

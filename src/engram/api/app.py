@@ -1,0 +1,65 @@
+"""The app factory: the REST API over one :class:`Engram`, configured by :class:`ServerSettings`.
+
+Adding a resource is one module in ``engram.api.routers`` exposing ``router`` and one line in
+:data:`RESOURCES`.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+
+import engram
+from engram.api import errors
+from engram.api.observability import Metrics, observe
+from engram.api.routers import audit, environments, episodes, facts, health, keys, procedures, users
+from engram.api.settings import ServerSettings
+from engram.service import Engram
+
+API_PREFIX = "/api/v1"
+
+RESOURCES: tuple[tuple[str, APIRouter], ...] = (
+    ("/facts", facts.router),
+    ("/episodes", episodes.router),
+    ("/procedures", procedures.router),
+    ("/environments", environments.router),
+    ("/users", users.router),
+    ("/keys", keys.router),
+    ("/audit", audit.router),
+)
+
+
+def optional_routers(service: Engram) -> list[tuple[str, APIRouter]]:
+    """Routers for services other parts of Engram may provide (search, context, soul)."""
+    found: list[tuple[str, APIRouter]] = []
+    if hasattr(service, "search"):
+        from engram.api.routers import search
+
+        found.append(("/search", search.router))
+    if hasattr(service, "context"):
+        from engram.api.routers import context
+
+        found.append(("/context", context.router))
+    return found
+
+
+def create_app(service: Engram, settings: ServerSettings | None = None) -> FastAPI:
+    settings = settings or ServerSettings()
+    app = FastAPI(
+        title="Engram",
+        version=engram.__version__,
+        description="A self-hosted persistent memory layer for AI. Every /api/v1 request needs "
+        "'Authorization: Bearer <API key>'.",
+        docs_url="/docs",
+        openapi_url="/openapi.json",
+    )
+    app.state.engram = service
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    errors.install(app)
+    app.middleware("http")(observe(app.state.metrics))
+    app.include_router(health.router)
+    api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
+    for prefix, router in (*RESOURCES, *optional_routers(service)):
+        api.include_router(router, prefix=prefix)
+    app.include_router(api)
+    return app

@@ -1,0 +1,129 @@
+"""The one edge where errors become HTTP: every error response has the same JSON body,
+
+    {"error": {"code": "not_found", "message": "memory 'mem_x' does not exist", "details": {}}}
+
+Domain errors map to a status by class; request validation is 422 with the pydantic errors in
+``details.errors``; an unknown route is 404, a wrong method 405; anything unexpected is a logged
+500 with no internals in the body.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engram.errors import (
+    Conflict,
+    EngramError,
+    InvalidInput,
+    MissingDependency,
+    NotFound,
+    PermissionDenied,
+    StorageError,
+    Unauthenticated,
+)
+
+log = logging.getLogger("engram.api")
+
+STATUS: dict[type[EngramError], int] = {
+    InvalidInput: 422,
+    Unauthenticated: 401,
+    PermissionDenied: 403,
+    NotFound: 404,
+    Conflict: 409,
+    MissingDependency: 501,
+    StorageError: 503,
+}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated"}
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Machine-readable: invalid_input, not_found, conflict, ...")
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorBody(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (401, "Missing, invalid or revoked API key"),
+        (403, "Your role or key scope does not allow this"),
+        (404, "Not found, or not visible to you"),
+        (409, "Conflicts with the current state"),
+        (422, "Invalid input"),
+    )
+}
+
+
+def status_of(exc: EngramError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JSONResponse:
+    body = ErrorBody(error=ErrorDetail(code=code, message=message, details=details or {}))
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(jsonable_encoder(body.model_dump()), status_code=status, headers=headers)
+
+
+def _validation_details(errors: Any) -> tuple[str, dict[str, Any]]:
+    plain = [
+        {
+            "loc": [str(p) for p in e.get("loc", ())],
+            "msg": str(e.get("msg", "")).removeprefix("Value error, "),
+            "type": str(e.get("type", "")),
+        }
+        for e in errors
+    ]
+    message = "; ".join(f"{'.'.join(e['loc']) or 'input'}: {e['msg']}" for e in plain)
+    return message or "invalid input", {"errors": plain}
+
+
+async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, EngramError)
+    status = status_of(exc)
+    if status >= 500:
+        log.error("request failed: %s", exc.message, extra={"path": request.url.path})
+    return error_response(status, exc.code, exc.message, jsonable_encoder(exc.details))
+
+
+async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError | ValidationError)
+    message, details = _validation_details(exc.errors())
+    return error_response(422, InvalidInput.code, message, details)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error", extra={"path": request.url.path})
+    return error_response(500, "internal_error", "internal server error")
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(EngramError, _engram_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(ValidationError, _request_validation)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

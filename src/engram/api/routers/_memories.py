@@ -1,0 +1,112 @@
+"""The routes every memory layer shares; ``facts``, ``episodes`` and ``procedures`` each build
+their router from here (procedures add their outcome routes).
+
+No ``from __future__ import annotations`` here: the request body type is the layer's input model,
+a closure variable FastAPI must see as a real object when it reads the signatures.
+"""
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, status
+
+from engram.actors import Actor
+from engram.api.deps import ActorDep, EngramDep
+from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged, RestoreBody
+from engram.errors import NotFound
+from engram.models import Layer, Memory, MemoryPatch, MemoryVersion, NewMemory, Page
+from engram.service import Engram
+
+EnvQuery = Annotated[
+    str | None, Query(description="Environment name or id (default: your default environment)")
+]
+Reason = Annotated[str, Query(max_length=1000, description="Why: kept in the version history")]
+
+
+def check_layer(engram: Engram, ids: Sequence[str], layer: Layer, actor: Actor) -> None:
+    """A memory of another layer is not found under this layer's path."""
+    for memory_id in ids:
+        if engram.memories.get(memory_id, actor).layer is not layer:
+            raise NotFound(f"{layer.value} {memory_id!r} does not exist", memory_id=memory_id)
+
+
+def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRouter:
+    """CRUD, bulk, listing with filters, history, restore and purge for one layer."""
+    router = APIRouter(tags=[tag])
+    noun = layer.value
+
+    # static paths first, so '/bulk' is never read as a memory id
+    @router.post("/bulk", status_code=status.HTTP_201_CREATED, summary=f"Create many {noun}s")
+    def bulk_create(
+        items: Annotated[list[new_model], Body(max_length=1000)],  # type: ignore[valid-type]
+        engram: EngramDep,
+        actor: ActorDep,
+        environment: EnvQuery = None,
+    ) -> list[Memory]:
+        return engram.memories.add_many(items, actor, environment)
+
+    @router.patch("/bulk", summary=f"Edit many {noun}s atomically")
+    def bulk_update(body: BulkPatch, engram: EngramDep, actor: ActorDep) -> list[Memory]:
+        check_layer(engram, [i.id for i in body.items], layer, actor)
+        pairs = [(i.id, i.patch) for i in body.items]
+        return engram.memories.update_many(pairs, actor, body.reason)
+
+    @router.post("/bulk-delete", summary=f"Soft-delete many {noun}s")
+    def bulk_delete(body: IdsBody, engram: EngramDep, actor: ActorDep) -> list[Memory]:
+        check_layer(engram, body.ids, layer, actor)
+        return engram.memories.delete_many(body.ids, actor, body.reason)
+
+    @router.post("/purge", summary=f"Remove {noun}s for good (environment owners only)")
+    def purge(body: IdsBody, engram: EngramDep, actor: ActorDep) -> Purged:
+        check_layer(engram, body.ids, layer, actor)
+        return Purged(purged=engram.memories.purge(body.ids, actor))
+
+    @router.post("", status_code=status.HTTP_201_CREATED, summary=f"Create a {noun}")
+    def create(
+        body: new_model,  # type: ignore[valid-type]
+        engram: EngramDep,
+        actor: ActorDep,
+        environment: EnvQuery = None,
+    ) -> Memory:
+        return engram.memories.add(body, actor, environment)
+
+    @router.get("", summary=f"List {noun}s with filters")
+    def list_(query: Annotated[MemoryQuery, Query()], engram: EngramDep, actor: ActorDep) -> Page:
+        return engram.memories.list_memories(
+            actor,
+            query.to_filter(layer),
+            environment=query.environment,
+            limit=query.limit,
+            offset=query.offset,
+            order=query.order,
+        )
+
+    @router.get("/{memory_id}", summary=f"Get a {noun}")
+    def get(memory_id: str, engram: EngramDep, actor: ActorDep) -> Memory:
+        check_layer(engram, [memory_id], layer, actor)
+        return engram.memories.get(memory_id, actor)
+
+    @router.patch("/{memory_id}", summary=f"Edit a {noun} (a new version)")
+    def update(
+        memory_id: str, patch: MemoryPatch, engram: EngramDep, actor: ActorDep, reason: Reason = ""
+    ) -> Memory:
+        check_layer(engram, [memory_id], layer, actor)
+        return engram.memories.update(memory_id, patch, actor, reason)
+
+    @router.delete("/{memory_id}", summary=f"Soft-delete a {noun} (restorable)")
+    def delete(memory_id: str, engram: EngramDep, actor: ActorDep, reason: Reason = "") -> Memory:
+        check_layer(engram, [memory_id], layer, actor)
+        deleted = engram.memories.delete_many([memory_id], actor, reason)
+        return deleted[0] if deleted else engram.memories.get(memory_id, actor)
+
+    @router.get("/{memory_id}/history", summary="Every version, oldest first")
+    def history(memory_id: str, engram: EngramDep, actor: ActorDep) -> list[MemoryVersion]:
+        check_layer(engram, [memory_id], layer, actor)
+        return engram.memories.history(memory_id, actor)
+
+    @router.post("/{memory_id}/restore", summary="Undelete, or bring back a version")
+    def restore(memory_id: str, body: RestoreBody, engram: EngramDep, actor: ActorDep) -> Memory:
+        check_layer(engram, [memory_id], layer, actor)
+        return engram.memories.restore(memory_id, actor, body.version, body.reason)
+
+    return router

@@ -1,0 +1,26 @@
+"""/api/v1/procedures: named workflows, with success and failure counts."""
+
+from __future__ import annotations
+
+from engram.api.deps import ActorDep, EngramDep
+from engram.api.routers._memories import check_layer, memory_router
+from engram.api.schemas import NewProcedure, OutcomeBody
+from engram.models import Layer, Memory
+
+router = memory_router(Layer.PROCEDURE, NewProcedure, "procedures")
+
+
+@router.post("/{memory_id}/success", summary="Count a successful run")
+def success(
+    memory_id: str, engram: EngramDep, actor: ActorDep, body: OutcomeBody | None = None
+) -> Memory:
+    check_layer(engram, [memory_id], Layer.PROCEDURE, actor)
+    return engram.memories.record_outcome(memory_id, True, actor, body.note if body else "")
+
+
+@router.post("/{memory_id}/failure", summary="Count a failed run")
+def failure(
+    memory_id: str, engram: EngramDep, actor: ActorDep, body: OutcomeBody | None = None
+) -> Memory:
+    check_layer(engram, [memory_id], Layer.PROCEDURE, actor)
+    return engram.memories.record_outcome(memory_id, False, actor, body.note if body else "")

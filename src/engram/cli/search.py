@@ -1,0 +1,132 @@
+"""Retrieval commands: search (with the score breakdown), context (the assembled prompt block),
+and reembed (vectors for a new embedding model)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
+from engram.models import Layer, MemoryFilter
+from engram.retrieval.models import SearchMode
+
+
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for (plain words).")],
+    mode: Annotated[SearchMode, typer.Option(help="keyword, semantic or hybrid.")] = (
+        SearchMode.HYBRID
+    ),
+    layer: Annotated[list[Layer] | None, typer.Option("--layer", "-l")] = None,
+    category: Annotated[list[str] | None, typer.Option("--category", "-c")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="All must match.")] = None,
+    include_superseded: Annotated[
+        bool, typer.Option("--include-superseded", help="Also search replaced memories.")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="How many results (1-200).")] = 10,
+    env: Annotated[str | None, EnvOption] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Hybrid search with each result's five-factor score breakdown."""
+    flt = MemoryFilter(layers=layer or [], categories=category or [], tags=tag or [])
+    with service(ctx) as (engram, st):
+        engram.index_pending()  # memories added since the last run become searchable by meaning
+        result = engram.search.search(
+            st.actor,
+            query,
+            environment=st.current_environment(env),
+            mode=mode,
+            flt=flt,
+            include_superseded=include_superseded,
+            limit=limit,
+        )
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"{len(result.items)} results ({result.mode.value}, {result.took_ms} ms)")
+    for col in ("score", "rel", "imp", "conf", "rec", "freq", "found by", "id", "content"):
+        table.add_column(col, overflow="fold" if col in ("id", "content") else "ellipsis")
+    for item in result.items:
+        b = item.breakdown
+        table.add_row(
+            f"{item.score:.3f}",
+            *(f"{f.value:.2f}" for f in (b.relevance, b.importance, b.confidence, b.recency)),
+            f"{b.frequency.value:.2f}",
+            "+".join(b.found_by),
+            item.memory.id,
+            short(item.memory.content, 70),
+        )
+    console.print(table)
+    if not result.semantic_available:
+        console.print("keyword only: no embedder is configured (ENGRAM_EMBEDDER)")
+
+
+def context(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="The task or question; empty for a brief.")] = "",
+    max_tokens: Annotated[int, typer.Option(help="Token budget for the whole block.")] = 2000,
+    max_facts: Annotated[int, typer.Option(help="At most this many facts.")] = 15,
+    preview: Annotated[
+        bool, typer.Option("--preview", help="Do not count the memories as accessed.")
+    ] = False,
+    env: Annotated[str | None, EnvOption] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Assemble the system-prompt block for a query: Soul, facts, episodes, procedures."""
+    with service(ctx) as (engram, st):
+        engram.index_pending()
+        result = engram.context.assemble(
+            st.actor,
+            query,
+            environment=st.current_environment(env),
+            max_tokens=max_tokens,
+            max_facts=max_facts,
+            preview=preview,
+        )
+    if as_json:
+        emit_json(result)
+        return
+    typer.echo(result.text, nl=False)
+    table = Table(title=f"{result.tokens} of {result.max_tokens} tokens")
+    for col in ("tier", "items", "used", "budget", "dropped", "note"):
+        table.add_column(col)
+    for tier in result.tiers:
+        table.add_row(
+            tier.name,
+            str(len(tier.items)),
+            str(tier.used),
+            str(tier.budget),
+            str(tier.dropped),
+            tier.note,
+        )
+    console.print(table, style="dim")
+    console.print(f"assembled in {result.timings_ms['total_ms']} ms", style="dim")
+
+
+def reembed(
+    ctx: typer.Context,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Then delete vectors of other embedding models.")
+    ] = False,
+) -> None:
+    """Compute vectors with the current embedder (ENGRAM_EMBEDDER) for every memory that lacks
+    one, e.g. after a model change."""
+    with service(ctx) as (engram, _):
+        if engram.indexer is None:
+            raise typer.BadParameter("no embedder is configured (ENGRAM_EMBEDDER=none)")
+        done = engram.index_pending()
+        removed = engram.store.prune_embeddings(engram.indexer.model_id) if prune else 0
+        stats = engram.store.embedding_stats()
+    console.print(f"embedded {done} memories with {engram.indexer.model_id}")
+    if prune:
+        console.print(f"removed {removed} vectors of other models")
+    for model, count in stats.items():
+        console.print(f"  {model}: {count} vectors")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(search)
+    app.command()(context)
+    app.command()(reembed)

@@ -1,0 +1,61 @@
+"""engram serve: the REST API on uvicorn over the embedded SQLite store."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+
+from engram.api.settings import DEFAULT_HOST, DEFAULT_PORT, ServerSettings
+from engram.cli.common import state
+from engram.service import Engram
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to bind; non-loopback needs auth.")] = (
+        DEFAULT_HOST
+    ),
+    port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = DEFAULT_PORT,
+    no_auth: Annotated[
+        bool,
+        typer.Option("--no-auth", help="Let every request act as the owner (loopback only)."),
+    ] = False,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
+) -> None:
+    """Serve the REST API (docs at /docs, health at /healthz and /readyz, metrics at /metrics).
+
+    Logs are JSON lines on stderr. SIGINT/SIGTERM stop accepting connections, finish in-flight
+    requests (up to 10 s) and close the database.
+    """
+    import uvicorn
+
+    from engram.api import create_app
+    from engram.api.observability import configure_logging
+    from engram.cli.keys import bootstrap
+
+    server_settings = ServerSettings(host=host, port=port, auth=not no_auth, log_level=log_level)
+    settings = state(ctx).settings
+    configure_logging(log_level)
+    with Engram.open(settings) as engram:
+        engram.environments.ensure_default(state(ctx).actor)
+        if bootstrap(engram, settings.home) is not None:
+            logging.getLogger("engram.api").info(
+                "owner token written", extra={"path": str(settings.home / "token")}
+            )
+        app = create_app(engram, server_settings)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=10,
+            server_header=False,
+        )
+        uvicorn.Server(config).run()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

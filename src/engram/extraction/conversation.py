@@ -1,0 +1,136 @@
+"""Conversations: where extracted memories come from.
+
+A conversation (a chat, an agent session, an imported export) holds ordered messages. Each
+message has an idempotency key — the caller's external id, or else a hash of its role, author,
+content and time — so delivering the same messages twice stores them once.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from engram.models import Content
+from engram.text import content_hash
+
+_SOURCE_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,39}$")
+_CONVERSATION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+KNOWN_SOURCES = ("chatgpt", "claude", "agent", "api", "import", "cli")
+"""Usual values of :attr:`Conversation.source`; any short lowercase name is accepted."""
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+def validate_source(value: str) -> str:
+    value = value.strip().lower()
+    if not _SOURCE_RE.match(value):
+        raise ValueError(f"source {value!r} must be 1-40 lowercase letters, digits, '_.-'")
+    return value
+
+
+def validate_conversation_id(value: str) -> str:
+    if not _CONVERSATION_ID_RE.match(value):
+        raise ValueError(
+            f"conversation id {value!r} must be 1-128 letters, digits, '_', '.', ':' or '-'"
+        )
+    return value
+
+
+SourceName = Annotated[str, AfterValidator(validate_source)]
+ConversationId = Annotated[str, AfterValidator(validate_conversation_id)]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NewMessage(_Input):
+    """A message as a caller delivers it."""
+
+    role: Role
+    content: Content
+    author: str | None = Field(default=None, max_length=200)
+    created_at: datetime | None = None
+    external_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="The caller's id, for idempotency"
+    )
+
+    def dedup_key(self) -> str:
+        """The key that makes re-delivery idempotent."""
+        if self.external_id is not None:
+            return "x:" + self.external_id
+        stamp = self.created_at.isoformat() if self.created_at else ""
+        return "h:" + content_hash(
+            "\x1f".join((self.role.value, self.author or "", stamp, self.content))
+        )
+
+
+class Message(_Frozen):
+    """A stored message; ``position`` orders the conversation from 1."""
+
+    id: str
+    conversation_id: str
+    position: int = Field(ge=1)
+    role: Role
+    content: str
+    author: str | None = None
+    created_at: datetime | None = None
+    external_id: str | None = None
+
+    @property
+    def speaker(self) -> str:
+        """Who said it: the author's name, else the role ('user', 'assistant'...)."""
+        return self.author or self.role.value
+
+
+class NewConversation(_Input):
+    """What a caller supplies to start a conversation. ``id`` may be the caller's own."""
+
+    id: ConversationId | None = None
+    source: SourceName = "api"
+    title: str = Field(default="", max_length=500)
+    started_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Conversation(_Frozen):
+    id: str
+    environment_id: str
+    source: str = "api"
+    title: str = ""
+    started_at: datetime | None = None
+    created_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExtractionState(_Frozen):
+    """How far extraction has read a conversation: the last message position extracted and
+    how many assistant messages had arrived up to it."""
+
+    position: int = 0
+    assistant_messages: int = 0
+
+
+class Transcript(_Frozen):
+    """A conversation and (some of) its messages, in order: what an extractor reads."""
+
+    conversation: Conversation
+    messages: list[Message]
+
+    @property
+    def participants(self) -> list[str]:
+        return list(dict.fromkeys(m.speaker for m in self.messages if m.role is not Role.TOOL))

@@ -1,0 +1,175 @@
+"""Facts from first-person statements: identity, preferences, habits, constraints, decisions,
+plans, relationships and personal events, read with patterns (no model)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engram.extraction.conversation import Role
+from engram.extraction.person import to_third_person
+from engram.extraction.proposals import Proposal
+from engram.extraction.sentences import Sentence
+from engram.text import content_words
+
+
+@dataclass(frozen=True, slots=True)
+class FactPattern:
+    kind: str
+    category: str
+    importance: float
+    regex: re.Pattern[str]
+    confidence: float = 0.8
+
+
+def _p(kind: str, category: str, importance: float, regex: str, conf: float = 0.8) -> FactPattern:
+    return FactPattern(kind, category, importance, re.compile(regex, re.I), conf)
+
+
+_I = r"\bI(?:'m| am|'ve| have)?\s+(?:(?:really|also|just|always|totally|absolutely|truly)\s+)?"
+_FAMILY = (
+    r"(?:sister|brother|mom|mother|mum|dad|father|parents?|wife|husband|partner|boyfriend|"
+    r"girlfriend|son|daughter|kids?|children|child|grandma|grandmother|grandpa|grandfather|"
+    r"aunt|uncle|cousin|family|friends?|best friend|boss|colleagues?|roommate|dog|cat|pets?|"
+    r"team|manager|fianc[ée]e?)"
+)
+
+# first match wins: the most specific and most important kinds come first
+PATTERNS: tuple[FactPattern, ...] = (
+    _p("allergy", "constraint", 0.9, r"\bI(?:'m| am) (?:severely |very )?allergic to\b"),
+    _p(
+        "constraint",
+        "constraint",
+        0.8,
+        r"\bI (?:can't|cannot|can not|must not|mustn't|shouldn't|don't) (?:eat|drink|use|have|"
+        r"stand|tolerate)\b|\bI(?:'m| am) (?:a )?(?:vegan|vegetarian|lactose intolerant|"
+        r"diabetic|pescatarian|gluten[- ]free|sober|colou?r ?blind)\b|\bmy budget\b",
+    ),
+    _p(
+        "decision",
+        "decision",
+        0.75,
+        r"\b(?:we|I)(?:'ve| have)? (?:decided|agreed|chose|settled on|opted)\b|"
+        r"\blet's (?:go with|use|stick with)\b|\bwe(?:'ll| will) go with\b|"
+        r"\b(?:my|our|the) decision is\b",
+    ),
+    _p(
+        "identity",
+        "identity",
+        0.7,
+        r"\bmy name is\b|\bI (?:work|worked) (?:as|at|for|in)\b|\bI(?:'m| am) (?:a|an) "
+        r"(?:[a-z-]+ )?(?:engineer|developer|teacher|nurse|doctor|student|designer|writer|"
+        r"artist|manager|scientist|lawyer|musician|parent|mom|dad|mother|father|counsel?or|"
+        r"chef|programmer|researcher|consultant|freelancer|founder|veteran|athlete|painter|"
+        r"photographer|dancer|singer|volunteer)\b|\bI(?:'m| am) from\b|\bI (?:live|grew up) "
+        r"in\b|\bI (?:moved|relocated) to\b|\bI was born\b|\bI(?:'m| am) \d{1,3}(?: years old)?"
+        r"\b|\bI (?:studied|graduated|majored)\b|\bI(?:'m| am) (?:trans|transgender|gay|"
+        r"lesbian|bisexual|queer|married|single|divorced|pregnant|retired)\b",
+    ),
+    _p(
+        "preference",
+        "preference",
+        0.6,
+        _I + r"(?:prefer|love|like|enjoy|hate|dislike|adore|can't stand|fancy)\b|"
+        r"\bI(?:'m| am) (?:a (?:big |huge )?fan of|into|passionate about|obsessed with)\b|"
+        r"\bmy (?:favou?rite|go-to)\b|\bI don't (?:like|enjoy|care for)\b",
+    ),
+    _p(
+        "habit",
+        "habit",
+        0.5,
+        r"\bI (?:usually|always|often|regularly|normally|typically|tend to|never)\b|"
+        r"\bI(?:'ve| have) been [a-z]+ing\b|\bevery (?:day|morning|evening|night|week|weekend|"
+        r"month|year)\b|\bI [a-z]+ (?:daily|weekly)\b",
+    ),
+    _p(
+        "plan",
+        "plan",
+        0.55,
+        r"\bI(?:'m| am) (?:going to|gonna|planning|hoping|thinking (?:of|about)|about to|"
+        r"looking forward)\b|\bI (?:plan|intend|hope|want|aim) to\b|\bI(?:'ll| will) (?!be "
+        r"(?:fine|ok|okay))\b|\bmy (?:plan|goal|dream) is\b|\bnext (?:week|month|year)\b",
+        0.7,
+    ),
+    _p("relationship", "relationship", 0.6, r"\bmy " + _FAMILY + r"\b"),
+    _p(
+        "event",
+        "event",
+        0.45,
+        r"\bI (?:just |recently |finally )?(?:went|visited|started|joined|got|bought|finished|"
+        r"ran|took|made|adopted|attended|signed up|won|lost|painted|wrote|built|learned|"
+        r"launched|completed|met|received|travel(?:l)?ed|moved|quit|began)\b",
+        0.7,
+    ),
+)
+
+_SKIP_RE = re.compile(
+    r"^(?:thanks?|thank you|hi|hey|hello|bye|good ?bye|ok|okay|sure|wow|yes|no|yeah|lol)\b"
+    r"|\b(?:if I|you said|you mentioned|would I|should I)\b",
+    re.I,
+)
+_HEDGE_RE = re.compile(
+    r"\b(?:maybe|perhaps|probably|might|I think|I guess|kind of|sort of)\b", re.I
+)
+_FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|my|we|we've|we're|let's)\b", re.I)
+_LEAD_RE = re.compile(
+    r"^(?:(?:great|ok|okay|so|well|yeah|yes|also|actually|btw|oh|anyway|and|but|honestly|"
+    r"sure|right|cool|haha|wow|hey)\b[,!.]?\s+)+",
+    re.I,
+)
+MIN_WORDS = 4
+MAX_WORDS = 60
+
+
+def speaks_for_self(role: Role) -> bool:
+    """Only people's statements about themselves are facts (not an assistant's "I")."""
+    return role is Role.USER
+
+
+def match_fact(text: str) -> FactPattern | None:
+    if text.endswith("?") or _SKIP_RE.search(text) or not _FIRST_PERSON_RE.search(text):
+        return None
+    n = len(text.split())
+    if n < MIN_WORDS or n > MAX_WORDS or len(content_words(text)) < 2:
+        return None
+    return next((p for p in PATTERNS if p.regex.search(text)), None)
+
+
+def fact_proposals(items: list[Sentence], others: dict[str, str]) -> list[Proposal]:
+    """One proposal per first-person sentence that matches a pattern. ``others`` maps a speaker
+    to who "we" means besides them (for "we decided")."""
+    out: list[Proposal] = []
+    seen: set[str] = set()
+    for sentence in items:
+        msg = sentence.message
+        if not speaks_for_self(msg.role):
+            continue
+        pattern = match_fact(sentence.text.replace("’", "'"))
+        if pattern is None:
+            continue
+        speaker = msg.author or "the user"
+        text = to_third_person(_LEAD_RE.sub("", sentence.text), speaker)
+        if others.get(msg.speaker):
+            who = f"{speaker} and {others[msg.speaker]}"
+            text = re.sub(r"\b[Ll]et's\b", f"{who} will", text)
+            text = re.sub(r"\b[Ww]e\b", who, text)
+            text = re.sub(r"\bour\b", "their", text)
+            text = re.sub(r"\bus\b", "them", text)
+        text = text[:1].upper() + text[1:]
+        key = text.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        confidence = pattern.confidence - (0.2 if _HEDGE_RE.search(sentence.text) else 0.0)
+        out.append(
+            Proposal(
+                content=text,
+                category=pattern.category,
+                kind=pattern.kind,
+                importance=pattern.importance,
+                confidence=round(confidence, 2),
+                subject=msg.author,
+                source_message_ids=[msg.id],
+            )
+        )
+    return out

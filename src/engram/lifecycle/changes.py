@@ -1,0 +1,107 @@
+"""The versions each lifecycle action writes. Pure functions: the service commits the changes
+they return in one transaction, so both sides of a merge or supersede move together."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from engram.actors import Actor
+from engram.ids import new_id
+from engram.lifecycle.config import LifecycleConfig
+from engram.lifecycle.dedup import merged_confidence
+from engram.models import Action, Memory, MemoryVersion, NewMemory, Status
+from engram.store import Change
+
+_QUOTE = 120
+
+
+def quote(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= _QUOTE else text[: _QUOTE - 1] + "…")
+
+
+def record(memory: Memory, action: Action, actor: Actor, reason: str) -> Change:
+    return Change(
+        memory,
+        MemoryVersion(
+            memory_id=memory.id,
+            version=memory.version,
+            action=action,
+            at=memory.updated_at,
+            actor=actor.label,
+            reason=reason,
+            snapshot=memory,
+        ),
+    )
+
+
+def step(memory: Memory, now: datetime, **updates: Any) -> Memory:
+    """The memory's next state."""
+    return memory.model_copy(update={**updates, "version": memory.version + 1, "updated_at": now})
+
+
+_NOT_COPIED = ("created_at", "author")
+
+
+def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: Any) -> Memory:
+    """A new memory (version 1) from what a caller supplied."""
+    created = new.created_at or now
+    fields = {k: getattr(new, k) for k in type(new).model_fields if k not in _NOT_COPIED}
+    fields.update(updates)
+    return Memory(
+        id=new_id("mem_"),
+        environment_id=env_id,
+        created_at=created,
+        updated_at=max(created, now),
+        author=new.author or actor.user_id,
+        version=1,
+        **fields,
+    )
+
+
+def merge(
+    duplicate: Memory,
+    target: Memory,
+    why: str,
+    actor: Actor,
+    now: datetime,
+    cfg: LifecycleConfig,
+) -> list[Change]:
+    """``duplicate`` is absorbed by ``target``: it keeps its wording as a record with status
+    merged (restorable); the target is reinforced (confidence up, count + 1)."""
+    gone = step(duplicate, now, status=Status.MERGED, merged_into=target.id)
+    kept = step(
+        target,
+        now,
+        confidence=merged_confidence(target.confidence, duplicate.confidence, cfg),
+        importance=max(target.importance, duplicate.importance),
+        reinforcement_count=target.reinforcement_count + 1,
+        tags=list(dict.fromkeys([*target.tags, *duplicate.tags])),
+    )
+    return [
+        record(gone, Action.MERGE, actor, f"merged into {target.id} ({why})"),
+        record(kept, Action.MERGE, actor, f"absorbed {duplicate.id} {quote(duplicate.content)}"),
+    ]
+
+
+def supersede(older: Memory, newer: Memory, why: str, actor: Actor, now: datetime) -> list[Change]:
+    """``newer`` takes the place of ``older``, linked both ways."""
+    old = step(older, now, status=Status.SUPERSEDED, superseded_by=newer.id)
+    new = step(newer, now, supersedes=older.id)
+    return [
+        record(old, Action.SUPERSEDE, actor, f"superseded by {newer.id} ({why})"),
+        record(new, Action.SUPERSEDE, actor, f"supersedes {older.id} {quote(older.content)}"),
+    ]
+
+
+def flag(memory: Memory, why: str, actor: Actor, now: datetime) -> Change:
+    return record(step(memory, now, status=Status.FLAGGED), Action.FLAG, actor, why)
+
+
+def archive(episode: Memory, fact_ids: list[str], actor: Actor, now: datetime) -> Change:
+    metadata = {**episode.metadata, "compacted_into": fact_ids}
+    archived = step(episode, now, status=Status.ARCHIVED, metadata=metadata)
+    return record(
+        archived, Action.ARCHIVE, actor, f"compacted into {len(fact_ids)} facts: {fact_ids}"
+    )

@@ -1,0 +1,62 @@
+"""Decay: how much a memory is still worth keeping in view, and when to flag it.
+
+Retention follows the shape used by ai-memory, with a half-life per layer instead of one rate::
+
+    retention = importance * 0.5 ** (age / h) + w * ln(1 + uses) * 0.5 ** (idle / h)
+
+where ``age`` counts days since the memory was made, ``idle`` days since it was last read or
+written, ``uses`` its reads plus reinforcements, ``h`` the layer's half-life and ``w`` the
+access weight. Pinned memories do not decay (retention 1). Nothing is ever deleted here: a
+memory that is both unimportant and untouched is *flagged* for a person to look at.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from engram.lifecycle.config import LifecycleConfig
+from engram.models import Memory
+
+_DAY = 86_400.0
+
+
+def last_touched(memory: Memory) -> datetime:
+    """The last read or write."""
+    if memory.last_accessed_at is not None and memory.last_accessed_at > memory.updated_at:
+        return memory.last_accessed_at
+    return memory.updated_at
+
+
+def idle_days(memory: Memory, now: datetime) -> float:
+    return max(0.0, (now - last_touched(memory)).total_seconds() / _DAY)
+
+
+def retention(memory: Memory, now: datetime, cfg: LifecycleConfig) -> float:
+    if memory.pinned:
+        return 1.0
+    half_life = cfg.half_life(memory.layer)
+    age = max(0.0, (now - memory.created_at).total_seconds() / _DAY)
+    uses = memory.access_count + memory.reinforcement_count
+    score = memory.importance * 0.5 ** (age / half_life)
+    score += cfg.access_weight * math.log1p(uses) * 0.5 ** (idle_days(memory, now) / half_life)
+    return float(score)
+
+
+def should_flag(memory: Memory, now: datetime, cfg: LifecycleConfig) -> bool:
+    """Importance below ``flag_importance`` and untouched for ``flag_idle_days`` (never
+    pinned memories)."""
+    return (
+        not memory.pinned
+        and memory.importance < cfg.flag_importance
+        and idle_days(memory, now) >= cfg.flag_idle_days
+    )
+
+
+def is_cold(memory: Memory, now: datetime, cfg: LifecycleConfig) -> bool:
+    """An episode that has faded: retention below ``cold_retention`` and idle long enough."""
+    return (
+        not memory.pinned
+        and idle_days(memory, now) >= cfg.cold_min_idle_days
+        and retention(memory, now, cfg) < cfg.cold_retention
+    )

@@ -1,0 +1,65 @@
+"""Dedup: how alike two facts are, and whether they are the same fact.
+
+Two measures, either of which can declare a duplicate: the Jaccard index of the two texts'
+content-word sets (works with no embedder at all) and the cosine of their embeddings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engram.lifecycle.config import LifecycleConfig
+from engram.models import Memory
+from engram.text import content_words
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The content words of ``text`` (lowercased, stopwords removed, possessive 's dropped so
+    "Alice's editor" and "the editor of Alice" share 'alice'), as a set."""
+    return frozenset(w.removesuffix("'s") for w in content_words(text))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An existing active fact compared with a new text."""
+
+    memory: Memory
+    jaccard: float
+    cosine: float | None = None
+    """None when either side has no vector (keyword-only mode)."""
+
+    def is_duplicate(self, cfg: LifecycleConfig) -> bool:
+        return self.jaccard >= cfg.dedup_jaccard or (
+            self.cosine is not None and self.cosine >= cfg.dedup_cosine
+        )
+
+    def in_band(self, cfg: LifecycleConfig) -> bool:
+        """Similar enough to be checked for a contradiction (duplicates included). With a
+        cosine the band is the embedding's; without one, ``contradiction_jaccard`` stands in."""
+        if self.is_duplicate(cfg):
+            return True
+        if self.cosine is not None:
+            return self.cosine >= cfg.contradiction_cosine
+        return self.jaccard >= cfg.contradiction_jaccard
+
+    @property
+    def similarity(self) -> float:
+        """The stronger of the two measures, used to rank candidates."""
+        return max(self.jaccard, self.cosine if self.cosine is not None else 0.0)
+
+    def describe(self) -> str:
+        cos = "" if self.cosine is None else f", cosine {self.cosine:.2f}"
+        return f"jaccard {self.jaccard:.2f}{cos}"
+
+
+def merged_confidence(current: float, incoming: float, cfg: LifecycleConfig) -> float:
+    """Confidence after a fact is said again: a step of ``confidence_boost`` towards 1, never
+    below what either statement carried."""
+    raised = current + (1.0 - current) * cfg.confidence_boost
+    return round(min(1.0, max(raised, incoming)), 4)

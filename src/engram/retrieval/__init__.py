@@ -1,0 +1,1 @@
+"""Retrieval: hybrid search with a five-factor score, and context assembly."""

@@ -1,0 +1,94 @@
+"""What search and context assembly return: every result carries its score breakdown."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.models import Layer, Memory
+
+Stream = Literal["keyword", "semantic"]
+
+
+class SearchMode(StrEnum):
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Factor(_Out):
+    """One factor of the score: its value in [0, 1], its weight, and value × weight."""
+
+    value: float
+    weight: float
+    contribution: float
+
+
+class ScoreBreakdown(_Out):
+    """Why a memory ranked where it did. ``score`` is the sum of the five contributions."""
+
+    relevance: Factor
+    importance: Factor
+    confidence: Factor
+    recency: Factor
+    frequency: Factor
+    found_by: list[Stream] = Field(description="Which search streams returned this memory.")
+    keyword_score: float | None = Field(None, description="Raw BM25 score (higher is better).")
+    keyword_norm: float | None = Field(None, description="BM25 scaled to [0, 1] in this result.")
+    semantic_similarity: float | None = Field(None, description="Cosine similarity to the query.")
+    semantic_norm: float | None = Field(None, description="Similarity scaled to [0, 1].")
+
+
+class ScoredMemory(_Out):
+    memory: Memory
+    score: float
+    breakdown: ScoreBreakdown
+
+
+class SearchResult(_Out):
+    query: str
+    mode: SearchMode
+    items: list[ScoredMemory]
+    semantic_available: bool = Field(
+        description="False when no embedder is configured (keyword only)."
+    )
+    took_ms: float
+
+
+class ContextItem(_Out):
+    memory_id: str
+    layer: Layer
+    score: float
+    tokens: int
+    text: str
+    breakdown: ScoreBreakdown
+
+
+class ContextTier(_Out):
+    """One section of the assembled prompt and how much of its budget it used."""
+
+    name: Literal["soul", "facts", "episodes", "procedures"]
+    budget: int
+    used: int
+    items: list[ContextItem] = Field(default_factory=list)
+    dropped: int = Field(0, description="Candidates that qualified but did not fit.")
+    note: str = ""
+
+
+class AssembledContext(_Out):
+    """The result of assemble_context: the rendered block and how it was built."""
+
+    text: str = Field(description="The system-prompt block: XML sections, Soul first.")
+    tokens: int
+    max_tokens: int
+    query: str
+    environment: str
+    tiers: list[ContextTier]
+    timings_ms: dict[str, float]
+    preview: bool = False

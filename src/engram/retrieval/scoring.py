@@ -1,0 +1,161 @@
+"""The five-factor score: relevance, importance, confidence, recency, frequency.
+
+Each factor is a value in [0, 1]; the score is their weighted sum with the weights of the
+memory's layer normalised to 1, so the breakdown always adds up to the score.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from engram.models import Layer
+from engram.retrieval.models import Factor, ScoreBreakdown, Stream
+
+
+class Rankable(Protocol):
+    """What scoring reads of a memory (a Memory or the store's RankFields)."""
+
+    @property
+    def layer(self) -> Layer: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def updated_at(self) -> datetime: ...
+    @property
+    def access_count(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class FactorWeights:
+    relevance: float = 0.6
+    importance: float = 0.15
+    confidence: float = 0.1
+    recency: float = 0.1
+    frequency: float = 0.05
+
+    def normalised(self, with_relevance: bool = True) -> FactorWeights:
+        rel = self.relevance if with_relevance else 0.0
+        total = rel + self.importance + self.confidence + self.recency + self.frequency
+        if total <= 0:
+            raise ValueError("factor weights must not all be zero")
+        return FactorWeights(
+            rel / total,
+            self.importance / total,
+            self.confidence / total,
+            self.recency / total,
+            self.frequency / total,
+        )
+
+
+@dataclass(frozen=True)
+class LayerScoring:
+    weights: FactorWeights = field(default_factory=FactorWeights)
+    half_life_days: float = 90.0
+    min_similarity: float = 0.55
+    """Context assembly keeps a memory only if its cosine similarity to the query reaches this
+    (for embedders without a calibrated floor, see ``SIMILARITY_FLOORS``), or its keyword match
+    is strong (see ``ScoringConfig.min_keyword_norm``)."""
+
+
+SIMILARITY_BASELINES: dict[str, float] = {
+    # the typical cosine between unrelated texts: the low end of similarity normalisation
+    "minilm-static-v1": 0.6,
+}
+
+SIMILARITY_FLOORS: dict[str, dict[Layer, float]] = {
+    # static models have compressed cosines (unrelated short sentences ≈ 0.6-0.65, related
+    # ≥ 0.75): their floors are calibrated by model rather than taken from the layer default
+    "minilm-static-v1": {Layer.FACT: 0.72, Layer.EPISODE: 0.72, Layer.PROCEDURE: 0.68},
+}
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """Per-layer weights, half-lives and thresholds, plus how the two streams are fused."""
+
+    fact: LayerScoring = field(default_factory=LayerScoring)
+    episode: LayerScoring = field(default_factory=lambda: LayerScoring(half_life_days=30.0))
+    procedure: LayerScoring = field(
+        default_factory=lambda: LayerScoring(half_life_days=120.0, min_similarity=0.45)
+    )
+    keyword_weight: float = 0.4
+    semantic_weight: float = 0.6
+    min_keyword_norm: float = 0.5
+    frequency_saturation: int = 20
+
+    def layer(self, layer: Layer) -> LayerScoring:
+        return {Layer.FACT: self.fact, Layer.EPISODE: self.episode}.get(layer, self.procedure)
+
+    def similarity_baseline(self, model_id: str | None) -> float:
+        return SIMILARITY_BASELINES.get(model_id or "", 0.0)
+
+    def similarity_floor(self, layer: Layer, model_id: str | None) -> float:
+        """The cosine a memory of ``layer`` needs to enter an assembled context."""
+        calibrated = SIMILARITY_FLOORS.get(model_id or "", {})
+        return calibrated.get(layer, self.layer(layer).min_similarity)
+
+
+def recency(memory: Rankable, now: datetime, half_life_days: float) -> float:
+    age_days = max(0.0, (now - memory.updated_at).total_seconds() / 86400)
+    return float(0.5 ** (age_days / half_life_days))
+
+
+def frequency(memory: Rankable, saturation: int) -> float:
+    return min(1.0, math.log1p(memory.access_count) / math.log1p(saturation))
+
+
+FACTORS = ("relevance", "importance", "confidence", "recency", "frequency")
+
+
+def factor_values(
+    memory: Rankable, relevance: float | None, now: datetime, config: ScoringConfig
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The five factor values and their normalised weights, in ``FACTORS`` order.
+    ``relevance`` None means there was no query: the other four factors rank alone."""
+    layer = config.layer(memory.layer)
+    w = layer.weights.normalised(with_relevance=relevance is not None)
+    values = (
+        relevance or 0.0,
+        memory.importance,
+        memory.confidence,
+        recency(memory, now, layer.half_life_days),
+        frequency(memory, config.frequency_saturation),
+    )
+    return values, (w.relevance, w.importance, w.confidence, w.recency, w.frequency)
+
+
+def total(values: tuple[float, ...], weights: tuple[float, ...]) -> float:
+    return sum(v * w for v, w in zip(values, weights, strict=True))
+
+
+def breakdown(
+    values: tuple[float, ...],
+    weights: tuple[float, ...],
+    *,
+    found_by: list[Stream],
+    keyword_score: float | None = None,
+    keyword_norm: float | None = None,
+    semantic_similarity: float | None = None,
+    semantic_norm: float | None = None,
+) -> ScoreBreakdown:
+    factors = {
+        name: Factor(value=v, weight=w, contribution=v * w)
+        for name, v, w in zip(FACTORS, values, weights, strict=True)
+    }
+    return ScoreBreakdown(
+        relevance=factors["relevance"],
+        importance=factors["importance"],
+        confidence=factors["confidence"],
+        recency=factors["recency"],
+        frequency=factors["frequency"],
+        found_by=found_by,
+        keyword_score=keyword_score,
+        keyword_norm=keyword_norm,
+        semantic_similarity=semantic_similarity,
+        semantic_norm=semantic_norm,
+    )

@@ -1,0 +1,242 @@
+"""``Client`` and ``AsyncClient``: the REST API over httpx, with the service's own models and
+exceptions. Both are derived from the I/O-free call descriptions in ``_calls``: a resource
+method here is one line naming the call, and the two clients differ only in how they send it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+
+import httpx
+
+from engram.config import Settings
+from engram.errors import Unauthenticated
+from engram.models import Layer
+from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+P = ParamSpec("P")
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+def resolve(url: str | None, token: str | None, home: Path | str | None) -> tuple[str, str]:
+    """URL: argument, ``ENGRAM_URL``, then the default. Token: argument, ``ENGRAM_TOKEN``, then
+    ``<home>/token`` (the file ``engram init`` writes)."""
+    url = url or os.environ.get("ENGRAM_URL") or DEFAULT_URL
+    token = token or os.environ.get("ENGRAM_TOKEN")
+    if not token:
+        path = Settings.load(home).home / "token"
+        try:
+            token = path.read_text().strip()
+        except OSError as exc:
+            raise Unauthenticated(
+                f"no API key: pass token=, set ENGRAM_TOKEN, or run 'engram init' ({path})"
+            ) from exc
+    return url.rstrip("/"), token
+
+
+def _request(call: Call[Any]) -> dict[str, Any]:
+    return {"params": call.params or None, "json": call.body}
+
+
+def _read(call: Call[T], response: httpx.Response) -> T:
+    data = response.json() if response.content else None
+    if response.status_code >= 400:
+        raise error_from(response.status_code, data)
+    return call.parse(data)
+
+
+class _Resource(Generic[C]):
+    def __init__(self, send: Callable[[Call[Any]], Any], calls: C) -> None:
+        self._send = send
+        self._calls = calls
+
+
+class _Sync(Generic[C, P, T]):
+    """A resource method that sends its call and returns the answer."""
+
+    def __init__(self, build: Callable[Concatenate[C, P], Call[T]]) -> None:
+        self._build = build
+
+    def __get__(self, obj: _Resource[C], owner: object) -> Callable[P, T]:
+        def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            result: T = obj._send(self._build(obj._calls, *args, **kwargs))
+            return result
+
+        return method
+
+
+class _Async(Generic[C, P, T]):
+    """The same method, awaited."""
+
+    def __init__(self, build: Callable[Concatenate[C, P], Call[T]]) -> None:
+        self._build = build
+
+    def __get__(self, obj: _Resource[C], owner: object) -> Callable[P, Awaitable[T]]:
+        async def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            result: T = await obj._send(self._build(obj._calls, *args, **kwargs))
+            return result
+
+        return method
+
+
+# -- resources (one line per method, per flavour) --------------------------------------------
+class Memories(_Resource[LayerCalls]):
+    add = _Sync(LayerCalls.add)
+    add_many = _Sync(LayerCalls.add_many)
+    get = _Sync(LayerCalls.get)
+    list = _Sync(LayerCalls.list)
+    update = _Sync(LayerCalls.update)
+    update_many = _Sync(LayerCalls.update_many)
+    delete = _Sync(LayerCalls.delete)
+    delete_many = _Sync(LayerCalls.delete_many)
+    history = _Sync(LayerCalls.history)
+    restore = _Sync(LayerCalls.restore)
+    purge = _Sync(LayerCalls.purge)
+    record_outcome = _Sync(LayerCalls.outcome)
+
+
+class AsyncMemories(_Resource[LayerCalls]):
+    add = _Async(LayerCalls.add)
+    add_many = _Async(LayerCalls.add_many)
+    get = _Async(LayerCalls.get)
+    list = _Async(LayerCalls.list)
+    update = _Async(LayerCalls.update)
+    update_many = _Async(LayerCalls.update_many)
+    delete = _Async(LayerCalls.delete)
+    delete_many = _Async(LayerCalls.delete_many)
+    history = _Async(LayerCalls.history)
+    restore = _Async(LayerCalls.restore)
+    purge = _Async(LayerCalls.purge)
+    record_outcome = _Async(LayerCalls.outcome)
+
+
+class Environments(_Resource[EnvironmentCalls]):
+    list = _Sync(EnvironmentCalls.list)
+    create = _Sync(EnvironmentCalls.create)
+    get = _Sync(EnvironmentCalls.get)
+    delete = _Sync(EnvironmentCalls.delete)
+    members = _Sync(EnvironmentCalls.members)
+    share = _Sync(EnvironmentCalls.share)
+    unshare = _Sync(EnvironmentCalls.unshare)
+
+
+class AsyncEnvironments(_Resource[EnvironmentCalls]):
+    list = _Async(EnvironmentCalls.list)
+    create = _Async(EnvironmentCalls.create)
+    get = _Async(EnvironmentCalls.get)
+    delete = _Async(EnvironmentCalls.delete)
+    members = _Async(EnvironmentCalls.members)
+    share = _Async(EnvironmentCalls.share)
+    unshare = _Async(EnvironmentCalls.unshare)
+
+
+class Accounts(_Resource[AccountCalls]):
+    me = _Sync(AccountCalls.me)
+    users = _Sync(AccountCalls.users)
+    create_user = _Sync(AccountCalls.create_user)
+    set_password = _Sync(AccountCalls.set_password)
+    keys = _Sync(AccountCalls.keys)
+    create_key = _Sync(AccountCalls.create_key)
+    rotate_key = _Sync(AccountCalls.rotate_key)
+    revoke_key = _Sync(AccountCalls.revoke_key)
+    audit = _Sync(AccountCalls.audit)
+
+
+class AsyncAccounts(_Resource[AccountCalls]):
+    me = _Async(AccountCalls.me)
+    users = _Async(AccountCalls.users)
+    create_user = _Async(AccountCalls.create_user)
+    set_password = _Async(AccountCalls.set_password)
+    keys = _Async(AccountCalls.keys)
+    create_key = _Async(AccountCalls.create_key)
+    rotate_key = _Async(AccountCalls.rotate_key)
+    revoke_key = _Async(AccountCalls.revoke_key)
+    audit = _Async(AccountCalls.audit)
+
+
+# -- clients ---------------------------------------------------------------------------------
+class Client:
+    """``Client(url=None, token=None)``; use as a context manager or call :meth:`close`.
+
+    ``client.facts``, ``client.episodes``, ``client.procedures`` (add, get, list, update,
+    delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
+    (+ members, share, unshare) and ``client.accounts`` (me, users, keys, audit).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        home: Path | str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url, token = resolve(url, token, home)
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+            transport=transport,
+        )
+        self.facts = Memories(self._send, LayerCalls(Layer.FACT))
+        self.episodes = Memories(self._send, LayerCalls(Layer.EPISODE))
+        self.procedures = Memories(self._send, LayerCalls(Layer.PROCEDURE))
+        self.environments = Environments(self._send, EnvironmentCalls())
+        self.accounts = Accounts(self._send, AccountCalls())
+
+    def _send(self, call: Call[T]) -> T:
+        return _read(call, self._http.request(call.method, call.path, **_request(call)))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """The same API as :class:`Client`, every method awaitable."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        home: Path | str | None = None,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url, token = resolve(url, token, home)
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+            transport=transport,
+        )
+        self.facts = AsyncMemories(self._send, LayerCalls(Layer.FACT))
+        self.episodes = AsyncMemories(self._send, LayerCalls(Layer.EPISODE))
+        self.procedures = AsyncMemories(self._send, LayerCalls(Layer.PROCEDURE))
+        self.environments = AsyncEnvironments(self._send, EnvironmentCalls())
+        self.accounts = AsyncAccounts(self._send, AccountCalls())
+
+    async def _send(self, call: Call[T]) -> T:
+        response = await self._http.request(call.method, call.path, **_request(call))
+        return _read(call, response)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,339 @@
+"""Learning from conversations: store messages, extract proposals, pass them to the lifecycle.
+
+``extract`` reads a whole conversation (or a stored one's messages not yet extracted);
+``add_messages`` appends to a growing conversation and extracts every N assistant messages over
+the last M messages. Both are idempotent on re-delivery: messages are deduplicated by their
+external id or content hash, and a compare-and-set on the conversation's extraction state makes
+sure the same messages are never extracted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.actors import Actor
+from engram.clock import Clock
+from engram.errors import InvalidInput, NotFound
+from engram.extraction.conversation import (
+    Conversation,
+    ExtractionState,
+    Message,
+    NewConversation,
+    NewMessage,
+    Role,
+    Transcript,
+)
+from engram.extraction.proposals import Extraction, Proposal
+from engram.extraction.rules import Extractor, RuleExtractor
+from engram.ids import new_id
+from engram.models import Layer
+from engram.store.conversations import ConversationStore
+
+if TYPE_CHECKING:
+    from engram.service.engram import Engram
+
+MAX_MESSAGES = 5000
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    """Incremental cadence: extract after every ``every`` new assistant messages, reading the
+    last ``window`` messages."""
+
+    every: int = 5
+    window: int = 20
+
+    def __post_init__(self) -> None:
+        if self.every < 1 or self.window < 1:
+            raise InvalidInput("extraction cadence and window must be at least 1")
+
+
+class ConversationInput(BaseModel):
+    """A conversation and its messages, as an import or an API call delivers them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversation: NewConversation = Field(default_factory=NewConversation)
+    messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)
+
+
+class Outcome(BaseModel):
+    """What happened to one proposal when stored: 'created', 'merged', 'superseded',
+    'queued' (the lifecycle's word for it) and the memory that now holds it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    proposal: int
+    action: str
+    memory_id: str | None = None
+    related_id: str | None = Field(
+        default=None, description="the memory it was merged into or superseded, if any"
+    )
+
+
+class ExtractionResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    conversation_id: str | None
+    dry_run: bool
+    extractor: str
+    fallback_reason: str | None = None
+    proposals: list[Proposal] = Field(default_factory=list)
+    outcomes: list[Outcome] = Field(default_factory=list)
+    stored_via: str | None = Field(
+        default=None, description="'lifecycle.remember' or 'memories.add_many'"
+    )
+    messages_added: int = 0
+
+    def memory_ids(self, action: str) -> list[str]:
+        return [o.memory_id for o in self.outcomes if o.action == action and o.memory_id]
+
+
+class ExtractionService:
+    def __init__(
+        self,
+        engram: Engram,
+        conversations: ConversationStore,
+        clock: Clock,
+        *,
+        extractor: Extractor | None = None,
+        config: ExtractionConfig | None = None,
+    ) -> None:
+        self._engram = engram
+        self.conversations = conversations
+        self._clock = clock
+        self.extractor: Extractor = extractor or RuleExtractor()
+        self.config = config or ExtractionConfig()
+
+    # -- conversations -----------------------------------------------------------------------
+    def get_conversation(self, conversation_id: str, actor: Actor) -> Conversation:
+        conv = self.conversations.get_conversation(conversation_id)
+        if conv is not None:
+            try:
+                self._engram.environments.resolve(conv.environment_id, actor)
+            except NotFound:
+                conv = None
+        if conv is None:
+            raise NotFound(
+                f"conversation {conversation_id!r} does not exist", conversation=conversation_id
+            )
+        return conv
+
+    def start(
+        self, new: NewConversation, actor: Actor, environment: str | None = None
+    ) -> Conversation:
+        """Create a conversation, or return the existing one with the same id."""
+        if new.id is not None and self.conversations.get_conversation(new.id) is not None:
+            return self.get_conversation(new.id, actor)
+        env = self._engram.environments.resolve(environment, actor)
+        conv = Conversation(
+            id=new.id or new_id("cnv_"),
+            environment_id=env.id,
+            source=new.source,
+            title=new.title,
+            started_at=new.started_at,
+            created_at=self._clock(),
+            metadata=new.metadata,
+        )
+        if not self.conversations.create_conversation(conv):  # created concurrently
+            return self.get_conversation(conv.id, actor)
+        return conv
+
+    def _append(self, conv: Conversation, messages: Sequence[NewMessage]) -> list[Message]:
+        if len(messages) > MAX_MESSAGES:
+            raise InvalidInput(f"at most {MAX_MESSAGES} messages per call, got {len(messages)}")
+        ids = [new_id("msg_") for _ in messages]
+        return self.conversations.append_messages(conv.id, messages, ids)
+
+    # -- extraction --------------------------------------------------------------------------
+    def extract(
+        self,
+        conversation_or_messages: ConversationInput | Sequence[NewMessage] | str,
+        actor: Actor,
+        environment: str | None = None,
+        dry_run: bool = False,
+        *,
+        extractor: Extractor | None = None,
+    ) -> ExtractionResult:
+        """Propose memories from a conversation and (unless ``dry_run``) store them.
+
+        Given a conversation or messages, they are stored first (idempotently); given a stored
+        conversation's id, its messages not extracted yet are read. A dry run stores nothing.
+        """
+        source = conversation_or_messages
+        if isinstance(source, str):
+            conv = self.get_conversation(source, actor)
+            state = self.conversations.extraction_state(conv.id)
+            messages = self.conversations.messages(conv.id)
+            return self._run(conv, state, messages, actor, dry_run, extractor=extractor)
+        data = (
+            source
+            if isinstance(source, ConversationInput)
+            else ConversationInput(messages=list(source))
+        )
+        if not data.messages:
+            raise InvalidInput("a conversation to extract from needs at least one message")
+        if dry_run:
+            conv = self._transient(data, actor, environment)
+            messages = [
+                Message(
+                    id=m.external_id or f"{conv.id}#{i}",
+                    conversation_id=conv.id,
+                    position=i,
+                    role=m.role,
+                    author=m.author,
+                    content=m.content,
+                    created_at=m.created_at,
+                    external_id=m.external_id,
+                )
+                for i, m in enumerate(data.messages, start=1)
+            ]
+            return self._run(
+                conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
+            )
+        conv = self.start(data.conversation, actor, environment)
+        added = self._append(conv, data.messages)
+        state = self.conversations.extraction_state(conv.id)
+        messages = self.conversations.messages(conv.id)
+        result = self._run(conv, state, messages, actor, False, extractor=extractor)
+        return result.model_copy(update={"messages_added": len(added)})
+
+    def add_messages(
+        self,
+        conversation_id: str,
+        messages: Sequence[NewMessage],
+        actor: Actor,
+        environment: str | None = None,
+        *,
+        source: str = "api",
+        title: str = "",
+        extractor: Extractor | None = None,
+    ) -> ExtractionResult:
+        """Append messages (starting the conversation if it is new); once ``config.every``
+        assistant messages have arrived since the last extraction, extract from the new
+        messages with the last ``config.window`` messages as context."""
+        conv = self.start(
+            NewConversation(id=conversation_id, source=source, title=title), actor, environment
+        )
+        added = self._append(conv, messages)
+        state = self.conversations.extraction_state(conv.id)
+        assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
+        name = getattr(self.extractor, "name", "rules")
+        if assistant - state.assistant_messages < self.config.every:
+            return ExtractionResult(
+                conversation_id=conv.id,
+                dry_run=False,
+                extractor=str(name),
+                messages_added=len(added),
+            )
+        window = self.conversations.last_messages(conv.id, self.config.window)
+        result = self._run(
+            conv, state, window, actor, False, assistant=assistant, extractor=extractor
+        )
+        return result.model_copy(update={"messages_added": len(added)})
+
+    def _transient(
+        self, data: ConversationInput, actor: Actor, environment: str | None
+    ) -> Conversation:
+        env = self._engram.environments.resolve(environment, actor)
+        new = data.conversation
+        return Conversation(
+            id=new.id or "dry-run",
+            environment_id=env.id,
+            source=new.source,
+            title=new.title,
+            started_at=new.started_at,
+            created_at=self._clock(),
+            metadata=new.metadata,
+        )
+
+    def _run(
+        self,
+        conv: Conversation,
+        state: ExtractionState,
+        window: list[Message],
+        actor: Actor,
+        dry_run: bool,
+        *,
+        assistant: int | None = None,
+        extractor: Extractor | None = None,
+    ) -> ExtractionResult:
+        """Extract from the messages after ``state.position`` (``window`` gives context), and
+        unless a dry run, claim them (compare-and-set) and store what was proposed."""
+        fresh = [m for m in window if m.position > state.position]
+        if not fresh:
+            return ExtractionResult(conversation_id=conv.id, dry_run=dry_run, extractor="none")
+        start = min(m.position for m in fresh)
+        context = [m for m in window if m.position >= start - self.config.window]
+        extraction = (extractor or self.extractor).run(
+            Transcript(conversation=conv, messages=context)
+        )
+        proposals = _from_fresh(extraction, {m.id for m in fresh})
+        result = ExtractionResult(
+            conversation_id=None if dry_run else conv.id,
+            dry_run=dry_run,
+            extractor=extraction.extractor,
+            fallback_reason=extraction.fallback_reason,
+            proposals=proposals,
+        )
+        if dry_run:
+            return result
+        if assistant is None:
+            assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
+        new_state = ExtractionState(
+            position=max(m.position for m in fresh), assistant_messages=assistant
+        )
+        if not self.conversations.advance_extraction(conv.id, state, new_state):
+            # another delivery extracted these messages first
+            return result.model_copy(update={"proposals": []})
+        try:
+            outcomes, via = self._store(proposals, conv, actor)
+        except BaseException:
+            self.conversations.advance_extraction(conv.id, new_state, state)
+            raise
+        return result.model_copy(update={"outcomes": outcomes, "stored_via": via})
+
+    def _store(
+        self, proposals: list[Proposal], conv: Conversation, actor: Actor
+    ) -> tuple[list[Outcome], str | None]:
+        if not proposals:
+            return [], None
+        news = [p.to_new_memory(conv.id) for p in proposals]
+        lifecycle: Any = getattr(self._engram, "lifecycle", None)
+        if lifecycle is None:
+            stored = self._engram.memories.add_many(news, actor, conv.environment_id)
+            return [
+                Outcome(proposal=i, action="created", memory_id=m.id) for i, m in enumerate(stored)
+            ], "memories.add_many"
+        outcomes = []
+        for i, new in enumerate(news):
+            decision = lifecycle.remember(new, actor, conv.environment_id)
+            outcomes.append(_outcome(i, decision))
+        return outcomes, "lifecycle.remember"
+
+
+def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:
+    """Facts and procedures read from the new messages only (the rest is context that an
+    earlier run already read); the episode summarises the whole window."""
+    return [
+        p
+        for p in extraction.proposals
+        if p.layer is Layer.EPISODE
+        or not p.source_message_ids
+        or any(i in fresh_ids for i in p.source_message_ids)
+    ]
+
+
+def _outcome(index: int, decision: Any) -> Outcome:
+    """Read the lifecycle's answer without depending on its exact type: a Memory, or an object
+    with an ``action`` and a ``memory`` (or ``memory_id``)."""
+    action = getattr(decision, "action", None)
+    memory = getattr(decision, "memory", decision)
+    memory_id = getattr(decision, "memory_id", None) or getattr(memory, "id", None)
+    word = getattr(action, "value", action) if action is not None else "created"
+    related = getattr(decision, "absorbed_into", None) or getattr(decision, "superseded", None)
+    return Outcome(proposal=index, action=str(word), memory_id=memory_id, related_id=related)

@@ -1,0 +1,76 @@
+"""Embeds memories in the background: new and edited memories are searchable by keyword at once
+and semantically as soon as the worker has embedded them (in batches)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from engram.embeddings.protocol import Embedder
+from engram.store import EmbeddingUpdate, Store
+
+log = logging.getLogger(__name__)
+
+
+class Indexer:
+    def __init__(self, store: Store, embedder: Embedder, batch_size: int = 256) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._batch = batch_size
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one embedding pass at a time in this process
+
+    @property
+    def model_id(self) -> str:
+        return self._embedder.model_id
+
+    def run_once(self, max_items: int | None = None) -> int:
+        """Embed pending memories now; return how many were embedded."""
+        done = 0
+        with self._lock:
+            while max_items is None or done < max_items:
+                size = self._batch if max_items is None else min(self._batch, max_items - done)
+                pending = self._store.pending_embeddings(self.model_id, limit=size)
+                if not pending:
+                    break
+                vectors = self._embedder.embed_batch([p.text for p in pending])
+                self._store.put_embeddings(
+                    self.model_id,
+                    [
+                        EmbeddingUpdate(p.memory_id, p.content_hash, v)
+                        for p, v in zip(pending, vectors, strict=True)
+                    ],
+                )
+                done += len(pending)
+        return done
+
+    def notify(self) -> None:
+        """Something was written: wake the worker."""
+        self._wake.set()
+
+    def start(self, interval: float = 1.0) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                self._wake.wait(interval)
+                self._wake.clear()
+                try:
+                    self.run_once()
+                except Exception:  # keep the worker alive; the next pass retries
+                    log.exception("embedding pass failed")
+
+        self._thread = threading.Thread(target=loop, name="engram-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+        self._thread = None

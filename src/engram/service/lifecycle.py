@@ -1,0 +1,307 @@
+"""The lifecycle service: dedup and contradiction on write, the review queue, maintenance runs
+(see :mod:`engram.lifecycle.maintenance`) and the undo of any lifecycle action.
+
+Every change is a version with a reason, written with the other side of the same action in one
+transaction, and recorded in the audit log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engram.accounts import Role
+from engram.actors import Actor
+from engram.clock import Clock
+from engram.embeddings.protocol import Embedder
+from engram.errors import Conflict, InvalidInput, NotFound
+from engram.ids import new_id
+from engram.lifecycle import changes
+from engram.lifecycle.config import LifecycleConfig
+from engram.lifecycle.decide import Move, decide
+from engram.lifecycle.dedup import Candidate, jaccard, word_set
+from engram.lifecycle.maintenance import Maintenance
+from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
+from engram.models import Action, Environment, Layer, Memory, MemoryFilter, NewMemory, Status
+from engram.service.environments import EnvironmentService
+from engram.service.memories import MemoryService
+from engram.store import Change, EmbeddingUpdate, Store
+from engram.store.protocol import Vector
+from engram.store.reviews import ReviewItem, ReviewStatus
+from engram.text import content_hash
+
+MAX_REVIEWS = 1000
+
+
+class LifecycleService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        memories: MemoryService,
+        embedder: Embedder | None = None,
+        config: LifecycleConfig | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._envs = environments
+        self._memories = memories
+        self.embedder = embedder
+        self.config = config or LifecycleConfig()
+
+    # -- plumbing shared with maintenance ------------------------------------------------------
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def commit(self, batch: Sequence[Change], actor: Actor) -> None:
+        """Write the changes in one transaction, then record them in the audit log."""
+        if not batch:
+            return
+        self._store.write(batch)
+        by_env: dict[str, list[Change]] = {}
+        for c in batch:
+            by_env.setdefault(c.memory.environment_id, []).append(c)
+        for env_id, group in by_env.items():
+            ids = list(dict.fromkeys(c.memory.id for c in group))
+            self._envs.audit.record(
+                actor,
+                f"memory.{group[-1].version.action.value}",
+                environment_id=env_id,
+                targets=ids,
+                after={c.memory.id: c.memory.version for c in group},
+                reason=group[-1].version.reason,
+            )
+
+    def embed(self, texts: Sequence[str]) -> Vector | None:
+        """One batch of vectors, or None in keyword-only mode."""
+        if self.embedder is None or not texts:
+            return None
+        return self.embedder.embed_batch(list(texts))
+
+    def store_vectors(self, memories: Sequence[Memory], vectors: Vector | None) -> None:
+        """Keep vectors computed here so the indexer need not compute them again."""
+        if self.embedder is None or vectors is None:
+            return
+        updates = [
+            EmbeddingUpdate(m.id, content_hash(m.search_text()), vectors[i])
+            for i, m in enumerate(memories)
+            if m.status is Status.ACTIVE
+        ]
+        self._store.put_embeddings(self.embedder.model_id, updates)
+
+    def candidates(
+        self,
+        env_id: str,
+        text: str,
+        vector: Vector | None,
+        *,
+        exclude: frozenset[str] = frozenset(),
+    ) -> list[Candidate]:
+        """Active facts in the environment like ``text``: keyword hits (scored by Jaccard) and,
+        with a vector, nearest neighbours (scored by cosine too)."""
+        cfg = self.config
+        flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT])
+        hits = self._store.keyword_search(text, flt, limit=cfg.keyword_candidates)
+        cosine: dict[str, float] = {}
+        if vector is not None and self.embedder is not None:
+            near = self._store.vector_search(
+                vector, self.embedder.model_id, flt, limit=cfg.vector_candidates
+            )
+            cosine = {h.memory_id: h.score for h in near}
+        ids = [i for i in dict.fromkeys([h.memory_id for h in hits] + list(cosine))]
+        words = word_set(text)
+        return [
+            Candidate(m, jaccard(words, word_set(m.content)), cosine.get(m.id))
+            for m in self._store.get([i for i in ids if i not in exclude])
+            if m.status is Status.ACTIVE and m.layer is Layer.FACT
+        ]
+
+    def queue(self, memory: Memory, other: Memory, reason: str, similarity: float) -> ReviewItem:
+        item = ReviewItem(
+            id=new_id("rev_"),
+            environment_id=memory.environment_id,
+            memory_id=memory.id,
+            other_id=other.id,
+            reason=reason,
+            similarity=round(similarity, 4),
+            created_at=self._clock(),
+        )
+        self._store.reviews.put_review(item)
+        return item
+
+    # -- write ---------------------------------------------------------------------------------
+    def remember(
+        self, new: NewMemory, actor: Actor, environment: str | None = None
+    ) -> WriteOutcome:
+        """Store a memory, applying dedup and contradiction rules to facts.
+
+        A duplicate is merged into the existing fact (``absorbed_into``); a fact that clearly
+        contradicts an older one supersedes it; an unclear difference is stored and queued for
+        review. Episodes and procedures are stored as given.
+        """
+        env = self._envs.resolve(environment, actor, Role.WRITER)
+        if new.layer is not Layer.FACT:
+            return WriteOutcome(
+                action=Outcome.CREATED, memory=self._memories.add(new, actor, env.id)
+            )
+        vectors = self.embed([new.content])
+        vector = None if vectors is None else vectors[0]
+        decision = decide(new.content, self.candidates(env.id, new.content, vector), self.config)
+        now = self._clock()
+        memory = changes.build(env.id, new, actor, now)
+        created = changes.record(memory, Action.CREATE, actor, "")
+        target = decision.candidate.memory if decision.candidate is not None else None
+        if decision.move is Move.MERGE and target is not None:
+            batch = [
+                created,
+                *changes.merge(memory, target, decision.reason, actor, now, self.config),
+            ]
+            self.commit(batch, actor)
+            return WriteOutcome(
+                action=Outcome.MERGED,
+                memory=batch[-1].memory,
+                absorbed_into=target.id,
+                merged_record=memory.id,
+                reason=decision.reason,
+            )
+        if decision.move is Move.SUPERSEDE and target is not None:
+            memory = memory.model_copy(update={"supersedes": target.id})
+            created = changes.record(
+                memory, Action.CREATE, actor, f"supersedes {target.id} ({decision.reason})"
+            )
+            old = changes.step(target, now, status=Status.SUPERSEDED, superseded_by=memory.id)
+            why = f"superseded by {memory.id} ({decision.reason})"
+            self.commit([created, changes.record(old, Action.SUPERSEDE, actor, why)], actor)
+            self.store_vectors([memory], vectors)
+            return WriteOutcome(
+                action=Outcome.SUPERSEDED,
+                memory=memory,
+                superseded=target.id,
+                reason=decision.reason,
+            )
+        self.commit([created], actor)
+        self.store_vectors([memory], vectors)
+        if decision.move is Move.REVIEW and target is not None and decision.candidate is not None:
+            item = self.queue(memory, target, decision.reason, decision.candidate.similarity)
+            return WriteOutcome(
+                action=Outcome.QUEUED, memory=memory, review_id=item.id, reason=decision.reason
+            )
+        return WriteOutcome(action=Outcome.CREATED, memory=memory)
+
+    # -- maintenance ---------------------------------------------------------------------------
+    def maintain(
+        self, actor: Actor, environment: str | None = None, *, dry_run: bool = False
+    ) -> MaintenanceReport:
+        """Sweep one environment (the default when none is named): merge duplicates, supersede
+        contradicted facts, queue unclear pairs, flag decayed memories, compact cold episodes.
+        With ``dry_run`` nothing is written; the report says what would change."""
+        env = self._envs.resolve(environment, actor, Role.WRITER)
+        return Maintenance(self, env, actor, dry_run=dry_run).run()
+
+    # -- review queue --------------------------------------------------------------------------
+    def reviews(
+        self,
+        actor: Actor,
+        environment: str | None = None,
+        *,
+        status: ReviewStatus | None = ReviewStatus.OPEN,
+        limit: int = 100,
+    ) -> list[ReviewItem]:
+        if not 1 <= limit <= MAX_REVIEWS:
+            raise InvalidInput(f"limit must be between 1 and {MAX_REVIEWS}, got {limit}")
+        env = self._envs.resolve(environment, actor)
+        statuses = [status] if status is not None else list(ReviewStatus)
+        return self._store.reviews.list_reviews([env.id], statuses, limit=limit)
+
+    def resolve_review(
+        self, review_id: str, accept: bool, actor: Actor, note: str = ""
+    ) -> ReviewItem:
+        """Accept (the newer memory supersedes the older) or dismiss (both stay) an item."""
+        item = self._store.reviews.get_review(review_id)
+        env = None if item is None else self._store.get_environment(item.environment_id)
+        if item is None or env is None or self._envs.role_of(env, actor) is None:
+            raise NotFound(f"review item {review_id!r} does not exist", review_id=review_id)
+        self._envs.check(env, self._envs.role_of(env, actor), Role.WRITER, actor)
+        if item.status is not ReviewStatus.OPEN:
+            raise Conflict(f"review item {review_id!r} is already {item.status.value}")
+        if accept:
+            self._accept(item, env, actor, note)
+        resolved = item.model_copy(
+            update={
+                "status": ReviewStatus.ACCEPTED if accept else ReviewStatus.DISMISSED,
+                "resolved_at": self._clock(),
+                "resolved_by": actor.label,
+                "reason": f"{item.reason}; {note}" if note else item.reason,
+            }
+        )
+        self._store.reviews.put_review(resolved)
+        return resolved
+
+    def _accept(self, item: ReviewItem, env: Environment, actor: Actor, note: str) -> None:
+        found = {m.id: m for m in self._store.get([item.memory_id, item.other_id])}
+        newer, older = found.get(item.memory_id), found.get(item.other_id)
+        if newer is None or older is None:
+            raise NotFound(f"a memory of review item {item.id!r} no longer exists")
+        if newer.status is not Status.ACTIVE or older.status is not Status.ACTIVE:
+            raise Conflict(
+                f"review item {item.id!r}: both memories must be active to supersede "
+                f"({newer.id} is {newer.status.value}, {older.id} is {older.status.value})"
+            )
+        why = f"review {item.id} accepted" + (f": {note}" if note else "")
+        self.commit(changes.supersede(older, newer, why, actor, self._clock()), actor)
+
+    # -- undo ----------------------------------------------------------------------------------
+    def undo(self, memory_id: str, actor: Actor) -> list[Memory]:
+        """Undo the lifecycle action that last changed ``memory_id``, on both sides.
+
+        - merged: the record is active again; the absorbing memory loses the reinforcement;
+        - superseded (give either side): the older is active again and the newer no longer
+          links to it; both stay active;
+        - flagged: active again;
+        - archived by compaction: the episode is active again and the facts made from it are
+          deleted (restorable).
+
+        Returns every memory changed, the undone one first.
+        """
+        memory = self._memories.get(memory_id, actor)
+        if memory.status is Status.ACTIVE and memory.supersedes:
+            older = self._store.get([memory.supersedes])
+            if older and older[0].superseded_by == memory.id:
+                return self.undo(older[0].id, actor)
+        if memory.status not in (Status.MERGED, Status.SUPERSEDED, Status.FLAGGED, Status.ARCHIVED):
+            raise InvalidInput(
+                f"memory {memory_id!r} is {memory.status.value}: no lifecycle action to undo"
+            )
+        restored = self._memories.restore(memory_id, actor, reason=f"undo {memory.status.value}")
+        now = self._clock()
+        batch: list[Change] = []
+        if memory.status is Status.MERGED and memory.merged_into:
+            for target in self._store.get([memory.merged_into]):
+                undone = changes.step(
+                    target, now, reinforcement_count=max(0, target.reinforcement_count - 1)
+                )
+                why = f"undo merge of {memory.id}"
+                batch.append(changes.record(undone, Action.UPDATE, actor, why))
+        elif memory.status is Status.SUPERSEDED and memory.superseded_by:
+            for newer in self._store.get([memory.superseded_by]):
+                if newer.supersedes == memory.id:
+                    unlinked = changes.step(newer, now, supersedes=None)
+                    why = f"undo: no longer supersedes {memory.id}"
+                    batch.append(changes.record(unlinked, Action.UPDATE, actor, why))
+        elif memory.status is Status.ARCHIVED:
+            made = memory.metadata.get("compacted_into") or []
+            for fact in self._store.get([str(i) for i in made]):
+                if (
+                    fact.status is Status.ACTIVE
+                    and fact.metadata.get("compacted_from") == memory.id
+                ):
+                    gone = changes.step(fact, now, status=Status.DELETED)
+                    why = f"undo compaction of {memory.id}"
+                    batch.append(changes.record(gone, Action.DELETE, actor, why))
+        self.commit(batch, actor)
+        return [restored, *(c.memory for c in batch)]

@@ -1,0 +1,75 @@
+"""Configured LLM providers: kept in the database with their API keys encrypted (the key file
+lives outside it), and turned into extractors on demand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from engram.clock import Clock
+from engram.errors import NotFound
+from engram.extraction.keys import KEY_FILE, KeyBox
+from engram.extraction.llm import LLMExtractor
+from engram.extraction.providers import LLMClient, ProviderConfig, ProviderKind, client_for
+from engram.store import Store
+from engram.store.providers import ProviderRecord, ProviderStore, provider_store_for
+
+
+class ProviderService:
+    def __init__(self, store: ProviderStore, keys: KeyBox, clock: Clock) -> None:
+        self._store = store
+        self._keys = keys
+        self._clock = clock
+
+    def add(self, config: ProviderConfig) -> ProviderConfig:
+        """Store (or replace) a provider; its API key is encrypted before it reaches the store."""
+        secret = None
+        if config.api_key is not None:
+            secret = self._keys.encrypt(config.api_key.get_secret_value(), config.name)
+        self._store.put_provider(
+            ProviderRecord(
+                name=config.name,
+                kind=config.kind.value,
+                base_url=config.base_url,
+                model=config.model,
+                encrypted_key=secret,
+                timeout=config.timeout,
+                created_at=self._clock(),
+            )
+        )
+        return config
+
+    def get(self, name: str) -> ProviderConfig:
+        record = self._store.get_provider(name)
+        if record is None:
+            raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
+        key = None
+        if record.encrypted_key is not None:
+            key = SecretStr(self._keys.decrypt(record.encrypted_key, record.name))
+        return ProviderConfig(
+            name=record.name,
+            kind=ProviderKind(record.kind),
+            model=record.model,
+            base_url=record.base_url,
+            api_key=key,
+            timeout=record.timeout,
+        )
+
+    def list(self) -> list[str]:
+        return [r.name for r in self._store.list_providers()]
+
+    def remove(self, name: str) -> None:
+        if not self._store.delete_provider(name):
+            raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
+
+    def client(self, name: str) -> LLMClient:
+        return client_for(self.get(name))
+
+    def extractor(self, name: str) -> LLMExtractor:
+        return LLMExtractor(self.client(name))
+
+
+def open_providers(store: Store, home: Path, clock: Clock) -> ProviderService:
+    """The providers of ``store``, with the key file in the data directory ``home``."""
+    return ProviderService(provider_store_for(store), KeyBox(Path(home) / KEY_FILE), clock)

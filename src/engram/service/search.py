@@ -1,0 +1,193 @@
+"""Hybrid search: keyword (BM25) and semantic candidates fused into one relevance, ranked by the
+five-factor score, each result with its breakdown. Reading through search counts as an access."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import numpy as np
+
+from engram.actors import Actor
+from engram.clock import Clock
+from engram.embeddings.protocol import Embedder
+from engram.errors import InvalidInput
+from engram.models import Memory, MemoryFilter, Status
+from engram.retrieval.fusion import Fused, fuse
+from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
+from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
+from engram.service.environments import EnvironmentService
+from engram.store import Store
+
+MAX_LIMIT = 200
+MAX_QUERY_CHARS = 4000
+
+
+class SearchService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        embedder: Embedder | None,
+        scoring: ScoringConfig | None = None,
+        candidates: int = 100,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._envs = environments
+        self._embedder = embedder
+        self.scoring = scoring or ScoringConfig()
+        self._candidates = candidates
+
+    @property
+    def model_id(self) -> str | None:
+        return None if self._embedder is None else self._embedder.model_id
+
+    @property
+    def semantic_available(self) -> bool:
+        return self._embedder is not None
+
+    def search(
+        self,
+        actor: Actor,
+        query: str,
+        *,
+        environment: str | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        flt: MemoryFilter | None = None,
+        include_superseded: bool = False,
+        limit: int = 10,
+        count_access: bool = True,
+    ) -> SearchResult:
+        """Search one environment. ``flt`` narrows by layer, category, tags, status and dates
+        (its environment is replaced by the one resolved here)."""
+        started = time.perf_counter()
+        env = self._envs.resolve(environment, actor)
+        flt = self._filter(flt, env.id, include_superseded)
+        items = self.rank(query, flt, mode=mode, limit=limit)
+        if count_access and items:
+            self._store.record_access([i.memory.id for i in items], self._clock())
+        return SearchResult(
+            query=query,
+            mode=mode,
+            items=items,
+            semantic_available=self.semantic_available,
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    @staticmethod
+    def _filter(flt: MemoryFilter | None, env_id: str, include_superseded: bool) -> MemoryFilter:
+        flt = flt or MemoryFilter()
+        statuses = list(flt.statuses)
+        if include_superseded and Status.SUPERSEDED not in statuses:
+            statuses.append(Status.SUPERSEDED)
+        return flt.model_copy(update={"environment_ids": [env_id], "statuses": statuses})
+
+    def rank(
+        self, query: str, flt: MemoryFilter, *, mode: SearchMode, limit: int
+    ) -> list[ScoredMemory]:
+        """Rank memories matching ``flt`` (environment already resolved) for ``query``."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
+        if mode is SearchMode.SEMANTIC and self._embedder is None:
+            raise InvalidInput("semantic search needs an embedder; this Engram is keyword-only")
+        now = self._clock()
+        if not query.strip():
+            return self._rank_without_query(flt, limit, now)
+        fused = self._candidates_for(query, flt, mode, max(self._candidates, limit * 3))
+        if not fused:
+            return []
+        # score every candidate from a few columns; load whole memories only for those returned
+        scored = []
+        for fields in self._store.rank_fields(list(fused)):
+            f = fused[fields.memory_id]
+            values, weights = factor_values(fields, f.relevance, now, self.scoring)
+            scored.append((total(values, weights), fields.memory_id, f, values, weights))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        top = scored[:limit]
+        memories = {m.id: m for m in self._store.get([s[1] for s in top])}
+        return [
+            ScoredMemory(
+                memory=memories[memory_id],
+                score=value,
+                breakdown=breakdown(
+                    values,
+                    weights,
+                    found_by=self._streams(f),
+                    keyword_score=f.keyword_score,
+                    keyword_norm=f.keyword_norm,
+                    semantic_similarity=f.similarity,
+                    semantic_norm=f.similarity_norm,
+                ),
+            )
+            for value, memory_id, f, values, weights in top
+            if memory_id in memories
+        ]
+
+    def _candidates_for(
+        self, query: str, flt: MemoryFilter, mode: SearchMode, k: int
+    ) -> dict[str, Fused]:
+        keyword: dict[str, float] = {}
+        similarity: dict[str, float] = {}
+        hits: set[str] = set()
+        if mode is not SearchMode.SEMANTIC:
+            keyword = {
+                h.memory_id: h.score for h in self._store.keyword_search(query, flt, limit=k)
+            }
+        if mode is not SearchMode.KEYWORD and self._embedder is not None:
+            vector = self._embedder.embed_batch([query])[0]
+            if np.any(vector):
+                model = self._embedder.model_id
+                similarity = {
+                    h.memory_id: h.score
+                    for h in self._store.vector_search(vector, model, flt, limit=k)
+                }
+                hits = set(similarity)
+                missing = [i for i in keyword if i not in similarity]
+                if missing:
+                    similarity.update(self._store.vector_scores(vector, model, missing))
+        if mode is SearchMode.SEMANTIC:
+            return {
+                i: Fused(max(0.0, s), None, None, s, max(0.0, s), True)
+                for i, s in similarity.items()
+            }
+        return fuse(
+            keyword,
+            similarity,
+            self.scoring.keyword_weight,
+            self.scoring.semantic_weight,
+            hits,
+            self.scoring.similarity_baseline(self.model_id),
+        )
+
+    @staticmethod
+    def _streams(fused: Fused) -> list[Stream]:
+        found: list[Stream] = []
+        if fused.keyword_score is not None:
+            found.append("keyword")
+        if fused.semantic_hit:
+            found.append("semantic")
+        return found
+
+    def _rank_without_query(
+        self, flt: MemoryFilter, limit: int, now: datetime
+    ) -> list[ScoredMemory]:
+        # no query: the most important and most recent memories, ranked by the other factors
+        pool = self._store.list_memories(flt, limit=max(limit * 5, 100), order="-importance")
+        pool += self._store.list_memories(flt, limit=max(limit * 5, 100), order="-updated_at")
+        seen: dict[str, Memory] = {m.id: m for m in pool}
+        ranked = []
+        for memory in seen.values():
+            values, weights = factor_values(memory, None, now, self.scoring)
+            ranked.append(
+                ScoredMemory(
+                    memory=memory,
+                    score=total(values, weights),
+                    breakdown=breakdown(values, weights, found_by=[]),
+                )
+            )
+        ranked.sort(key=lambda s: (-s.score, s.memory.id))
+        return ranked[:limit]

@@ -1,0 +1,59 @@
+"""Accounts and keys in the service layer, and the token file 'engram init' writes."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from engram import LOCAL, Engram, PermissionDenied, Unauthenticated
+from engram.accounts import Scope
+from engram.cli import main
+
+
+def test_keys_are_stored_as_digests_and_scoped(engram: Engram) -> None:
+    engram.accounts.ensure_owner("me")
+    issued = engram.accounts.issue_key(LOCAL, "k", [Scope.READ])
+    rows = engram.store.reader().execute("SELECT digest FROM api_keys").fetchall()  # type: ignore[attr-defined]
+    assert issued.token not in str(rows) and issued.token.startswith("egm_")
+    actor = engram.accounts.authenticate(issued.token)
+    assert actor.user_id == "local" and actor.scopes == frozenset({Scope.READ})
+    with pytest.raises(PermissionDenied):  # cannot mint more than it holds
+        engram.accounts.issue_key(actor, "more", [Scope.WRITE])
+    with pytest.raises(Unauthenticated):
+        engram.accounts.authenticate(issued.token[:-1] + "x")
+
+
+def test_passwords_use_argon2id(engram: Engram) -> None:
+    user = engram.accounts.create_user("erin", LOCAL, password="long enough pw")
+    stored = engram.store.accounts.password_hash(user.id)
+    assert stored is not None and stored.startswith("$argon2id$")
+    assert engram.accounts.verify_password("erin", "long enough pw").id == user.id
+    with pytest.raises(Unauthenticated):
+        engram.accounts.verify_password("erin", "wrong password")
+
+
+def test_init_writes_owner_token_0600_and_is_idempotent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "h"
+    assert main(["--home", str(home), "init"]) == 0
+    token_file = home / "token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE((home / "server_secret").stat().st_mode) == 0o600
+    first = token_file.read_text().strip()
+    out = capsys.readouterr().out
+    assert first not in out  # never printed unless asked
+    assert main(["--home", str(home), "init"]) == 0
+    assert token_file.read_text().strip() == first
+    assert first not in capsys.readouterr().out
+    assert main(["--home", str(home), "init", "--rotate"]) == 0
+    second = token_file.read_text().strip()
+    assert second != first and second in capsys.readouterr().out
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    with Engram.open(__import__("engram").Settings.load(home)) as engram:
+        assert engram.accounts.authenticate(second).user_id == "local"
+        with pytest.raises(Unauthenticated):
+            engram.accounts.authenticate(first)
+        assert len(engram.accounts.list_users(LOCAL)) == 1

@@ -1,0 +1,113 @@
+"""Context assembly: tiers, thresholds, budgets (never exceeded), Soul first, access counting."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engram import LOCAL, Engram, Layer, NewMemory
+from engram.models import EpisodeDetails, ProcedureDetails
+from engram.tokens import count_tokens
+
+FACTS = [
+    "I prefer dark roast coffee, no sugar",
+    "Coffee after 3pm keeps me awake",
+    "Our team uses pnpm for every JavaScript project",
+    "The payments service is written in Go",
+    "My dog is called Biscuit",
+]
+
+
+def seed(e: Engram) -> None:
+    for text in FACTS:
+        e.memories.add(NewMemory(content=text, importance=0.6), LOCAL)
+    e.memories.add(
+        NewMemory(
+            layer=Layer.EPISODE,
+            content="We compared coffee grinders and picked a burr grinder",
+            episode=EpisodeDetails(key_decisions=["buy a burr grinder"]),
+        ),
+        LOCAL,
+    )
+    e.memories.add(
+        NewMemory(
+            layer=Layer.PROCEDURE,
+            content="How to brew pour-over coffee",
+            procedure=ProcedureDetails(
+                name="pour-over", trigger="making coffee", steps=["grind 15 g", "bloom 30 s"]
+            ),
+        ),
+        LOCAL,
+    )
+    e.index_pending()
+
+
+def test_assembles_relevant_memories_of_every_layer(semantic_engram: Engram) -> None:
+    e = semantic_engram
+    seed(e)
+    ctx = e.context.assemble(LOCAL, "how do I like my coffee", max_tokens=1000)
+    assert ctx.tokens == count_tokens(ctx.text) <= 1000
+    facts = next(t for t in ctx.tiers if t.name == "facts")
+    texts = " ".join(i.text for i in facts.items)
+    assert "dark roast" in texts and "Biscuit" not in texts and "pnpm" not in texts
+    assert "<memories>" in ctx.text and "<episodes>" in ctx.text and "<procedures>" in ctx.text
+    assert (
+        ctx.text.index("<memories>") < ctx.text.index("<episodes>") < ctx.text.index("<procedures>")
+    )
+    assert "pour-over (when: making coffee)" in ctx.text and "1. grind 15 g" in ctx.text
+    assert set(ctx.timings_ms) >= {"search_ms", "pack_ms", "total_ms"}
+
+
+def test_soul_comes_first_and_is_truncated_with_a_note(semantic_engram: Engram) -> None:
+    e = semantic_engram
+    seed(e)
+    e.soul.set_block(LOCAL, "identity", "You are a careful coding assistant. " * 3)
+    e.soul.set_block(LOCAL, "learned_patterns", "Likes small commits. " * 200)
+    ctx = e.context.assemble(LOCAL, "coffee", max_tokens=400)
+    assert ctx.text.startswith("<soul>")
+    assert ctx.text.index("<soul>") < ctx.text.index("<memories>")
+    soul = ctx.tiers[0]
+    assert soul.name == "soul" and 0 < soul.used <= soul.budget == 100
+    assert "learned_patterns" in soul.note
+    assert ctx.tokens <= 400
+
+
+def test_preview_does_not_count_access_but_assemble_does(semantic_engram: Engram) -> None:
+    e = semantic_engram
+    seed(e)
+    e.context.assemble(LOCAL, "coffee", preview=True)
+    page = e.memories.list_memories(LOCAL)
+    assert all(m.access_count == 0 for m in page.items)
+    ctx = e.context.assemble(LOCAL, "coffee")
+    used = {i.memory_id for t in ctx.tiers for i in t.items}
+    assert used
+    for m in e.memories.list_memories(LOCAL).items:
+        assert m.access_count == (1 if m.id in used else 0)
+
+
+def test_max_facts_and_empty_query_brief(semantic_engram: Engram) -> None:
+    e = semantic_engram
+    seed(e)
+    ctx = e.context.assemble(LOCAL, "", max_facts=2, max_tokens=2000, preview=True)
+    facts = next(t for t in ctx.tiers if t.name == "facts")
+    assert len(facts.items) == 2  # no query: the most important and recent facts
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lengths=st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=25),
+    budget=st.integers(min_value=64, max_value=1500),
+)
+def test_budget_is_never_exceeded(engram: Engram, lengths: list[int], budget: int) -> None:
+    env = f"b{budget}-{len(lengths)}-{sum(lengths)}"
+    if env not in {x.name for x in engram.environments.list(LOCAL)}:
+        engram.environments.create(env, LOCAL)
+        engram.memories.add_many(
+            [NewMemory(content=("budget word " * n).strip()) for n in lengths], LOCAL, env
+        )
+    ctx = engram.context.assemble(LOCAL, "budget word", environment=env, max_tokens=budget)
+    assert ctx.tokens == count_tokens(ctx.text) <= budget
+    for tier in ctx.tiers:
+        assert tier.used <= tier.budget

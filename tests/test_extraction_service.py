@@ -1,0 +1,174 @@
+"""ExtractionService over a real SQLite store: storing, dry runs, idempotent re-delivery and
+the incremental cadence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engram import LOCAL, Engram, Layer, Memory, NewMemory
+from engram.errors import InvalidInput, NotFound
+from engram.extraction import NewConversation, NewMessage
+from engram.models import MemoryFilter
+from engram.service.extraction import ConversationInput, ExtractionConfig, ExtractionService
+from engram.store.conversations import conversation_store_for
+
+
+def msg(role: str, content: str, ext: str | None = None) -> NewMessage:
+    return NewMessage.model_validate({"role": role, "content": content, "external_id": ext})
+
+
+CHAT = [
+    msg("user", "I prefer Postgres over MySQL for new services.", "1"),
+    msg("assistant", "Good choice; Postgres has great JSON support.", "2"),
+    msg("user", "I'm allergic to shellfish, remember that for team dinners.", "3"),
+    msg("assistant", "Noted.", "4"),
+]
+
+
+def all_memories(engram: Engram) -> list[Memory]:
+    return engram.memories.list_memories(LOCAL, MemoryFilter(), limit=1000).items
+
+
+def test_dry_run_proposes_without_storing(engram: Engram) -> None:
+    result = engram.extraction.extract(CHAT, LOCAL, dry_run=True)
+    contents = [p.content for p in result.proposals]
+    assert "The user prefers Postgres over MySQL for new services." in contents
+    assert result.dry_run and result.outcomes == [] and result.stored_via is None
+    assert all_memories(engram) == []
+
+
+def test_extract_stores_proposals_and_the_conversation(engram: Engram) -> None:
+    data = ConversationInput(
+        conversation=NewConversation(id="chat-1", source="chatgpt", title="DB choice"),
+        messages=CHAT,
+    )
+    result = engram.extraction.extract(data, LOCAL)
+    assert result.conversation_id == "chat-1" and result.messages_added == 4
+    expected = "lifecycle.remember" if hasattr(engram, "lifecycle") else "memories.add_many"
+    assert result.stored_via == expected
+    stored = {m.content: m for m in all_memories(engram)}
+    fact = stored["The user is allergic to shellfish, remember that for team dinners."]
+    assert fact.source == "extracted" and fact.category == "constraint"
+    assert fact.metadata["conversation_id"] == "chat-1"
+    assert any(m.layer is Layer.EPISODE for m in stored.values())
+    conv = engram.extraction.get_conversation("chat-1", LOCAL)
+    assert (conv.source, conv.title) == ("chatgpt", "DB choice")
+    assert [m.position for m in engram.extraction.conversations.messages("chat-1")] == [1, 2, 3, 4]
+
+
+def test_redelivery_is_idempotent(engram: Engram) -> None:
+    data = ConversationInput(conversation=NewConversation(id="chat-2"), messages=CHAT)
+    first = engram.extraction.extract(data, LOCAL)
+    count = len(all_memories(engram))
+    again = engram.extraction.extract(data, LOCAL)
+    assert first.outcomes and again.messages_added == 0 and again.proposals == []
+    assert len(all_memories(engram)) == count
+    # without external ids, identical messages are recognised by their content hash
+    plain = [NewMessage(role=m.role, content=m.content) for m in CHAT]
+    engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="c3"), messages=plain), LOCAL
+    )
+    n = len(all_memories(engram))
+    redo = engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="c3"), messages=plain), LOCAL
+    )
+    assert redo.messages_added == 0 and len(all_memories(engram)) == n
+
+
+def test_new_messages_extend_a_stored_conversation(engram: Engram) -> None:
+    engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="c4"), messages=CHAT), LOCAL
+    )
+    more = [msg("user", "My brother works as a pilot for a small airline.", "5")]
+    result = engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="c4"), messages=CHAT + more), LOCAL
+    )
+    facts = [p.content for p in result.proposals if p.layer is Layer.FACT]
+    # only the new message yields facts; the earlier ones were already extracted
+    assert facts == ["The user's brother works as a pilot for a small airline."]
+
+
+def test_incremental_cadence_every_n_assistant_messages(engram: Engram) -> None:
+    service = ExtractionService(
+        engram,
+        conversation_store_for(engram.store),
+        engram.clock,
+        config=ExtractionConfig(every=2, window=4),
+    )
+    hobbies = ["climbing", "chess", "sailing", "pottery", "karaoke", "baking"]
+    results = []
+    for i, hobby in enumerate(hobbies):
+        batch = [
+            msg("user", f"I really love {hobby} on weekends.", f"u{i}"),
+            msg("assistant", f"{hobby.title()} sounds fun.", f"a{i}"),
+        ]
+        results.append(service.add_messages("live", batch, LOCAL))
+        # re-delivering the same batch changes nothing
+        assert service.add_messages("live", batch, LOCAL).messages_added == 0
+    ran = [i for i, r in enumerate(results) if r.outcomes]
+    assert ran == [1, 3, 5]  # after every second assistant message
+    facts = [p.content for r in results for p in r.proposals if p.layer is Layer.FACT]
+    assert sorted(facts) == sorted(f"The user really loves {h} on weekends." for h in hobbies)
+    episodes = [p for r in results for p in r.proposals if p.layer is Layer.EPISODE]
+    assert len(episodes) == 3
+    assert all(o.memory_id for r in results for o in r.outcomes)
+    assert service.conversations.extraction_state("live").assistant_messages == 6
+
+
+def test_defaults_are_five_and_twenty(engram: Engram) -> None:
+    assert (engram.extraction.config.every, engram.extraction.config.window) == (5, 20)
+    with pytest.raises(InvalidInput):
+        ExtractionConfig(every=0)
+
+
+def test_conversations_are_private_to_their_environment_owner(engram: Engram) -> None:
+    from engram.actors import Actor
+
+    engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="mine"), messages=CHAT), LOCAL
+    )
+    with pytest.raises(NotFound):
+        engram.extraction.get_conversation("mine", Actor("mallory"))
+    with pytest.raises(NotFound):
+        engram.extraction.extract("missing", LOCAL)
+
+
+def test_stores_through_the_lifecycle_when_there_is_one(engram: Engram) -> None:
+    calls: list[tuple[NewMemory, str | None]] = []
+
+    class Recording:
+        """A stand-in lifecycle that stores plainly and reports a 'merged' decision."""
+
+        def remember(self, new: NewMemory, actor: Any, environment: str | None) -> Any:
+            calls.append((new, environment))
+            memory = engram.memories.add(new, actor, environment)
+            return type("Decision", (), {"action": "merged", "memory": memory})()
+
+    service = ExtractionService(engram, conversation_store_for(engram.store), engram.clock)
+    service._engram = type(
+        "E",
+        (),
+        {
+            "lifecycle": Recording(),
+            "memories": engram.memories,
+            "environments": engram.environments,
+        },
+    )()  # type: ignore[assignment]
+    result = service.extract(
+        ConversationInput(conversation=NewConversation(id="lc"), messages=CHAT), LOCAL
+    )
+    assert result.stored_via == "lifecycle.remember"
+    assert len(calls) == len(result.proposals) == len(result.memory_ids("merged"))
+
+
+def test_environment_delete_removes_its_conversations(engram: Engram) -> None:
+    engram.environments.create("scratch", LOCAL)
+    engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="tmp"), messages=CHAT[:1]),
+        LOCAL,
+        "scratch",
+    )
+    engram.environments.delete("scratch", LOCAL, purge=True)
+    assert engram.extraction.conversations.get_conversation("tmp") is None
