@@ -1,4 +1,6 @@
-"""Tests run against real SQLite files in a temporary directory, never the user's data."""
+"""Tests run against real databases in temporary places, never the user's data: the ``store``
+fixture (and so ``engram``) runs each test on a SQLite file and on a fresh PostgreSQL database
+(see tests/pg_server.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ import pytest
 
 from engram import Engram
 from engram.embeddings.static import StaticEmbedder, ensure_default_static_model
+from engram.store import Store
 from engram.store.sqlite import SQLiteStore
+from tests.pg_server import pg_admin_url, pg_url
+
+__all__ = ["pg_admin_url", "pg_url"]  # session PostgreSQL fixtures, re-exported for pytest
 
 
 class FakeClock:
@@ -42,15 +48,21 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(tmp_path / "engram.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s: Store
+    if request.param == "postgres":
+        from engram.store.postgres import PostgresStore
+
+        s = PostgresStore(request.getfixturevalue("pg_url"))
+    else:
+        s = SQLiteStore(tmp_path / "engram.db")
     yield s
     s.close()
 
 
 @pytest.fixture
-def engram(store: SQLiteStore, clock: FakeClock) -> Engram:
+def engram(store: Store, clock: FakeClock) -> Engram:
     return Engram(store, clock=clock)
 
 
@@ -71,8 +83,6 @@ def default_embedder(model_cache: Path) -> StaticEmbedder:
 
 
 @pytest.fixture
-def semantic_engram(
-    store: SQLiteStore, clock: FakeClock, default_embedder: StaticEmbedder
-) -> Engram:
+def semantic_engram(store: Store, clock: FakeClock, default_embedder: StaticEmbedder) -> Engram:
     """An Engram with the default embedder: hybrid search and context assembly."""
     return Engram(store, clock=clock, embedder=default_embedder)

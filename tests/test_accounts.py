@@ -10,12 +10,13 @@ import pytest
 from engram import LOCAL, Engram, PermissionDenied, Unauthenticated
 from engram.accounts import Scope
 from engram.cli import main
+from tests.sql import query
 
 
 def test_keys_are_stored_as_digests_and_scoped(engram: Engram) -> None:
     engram.accounts.ensure_owner("me")
     issued = engram.accounts.issue_key(LOCAL, "k", [Scope.READ])
-    rows = engram.store.reader().execute("SELECT digest FROM api_keys").fetchall()  # type: ignore[attr-defined]
+    rows = query(engram.store, "SELECT * FROM api_keys")
     assert issued.token not in str(rows) and issued.token.startswith("egm_")
     actor = engram.accounts.authenticate(issued.token)
     assert actor.user_id == "local" and actor.scopes == frozenset({Scope.READ})

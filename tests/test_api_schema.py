@@ -67,5 +67,5 @@ def test_api_conforms_to_its_schema(api_app: FastAPI) -> None:
             run()
         except Exception as exc:
             failures.append(f"{operation.label}: {str(exc)[:2000]}")
-    assert operations >= 38
+    assert operations >= 60
     assert failures == [], "\n\n".join(failures)

@@ -21,6 +21,8 @@ from engram.extraction.providers import ProviderConfig, ProviderKind
 from engram.models import Layer
 from engram.service.extraction import ConversationInput
 from engram.service.providers import open_providers
+from engram.store.sqlite import SQLiteStore
+from tests.sql import query
 
 API_KEY = "sk-test-5f8e2d1c9b7a4e3f"
 
@@ -195,11 +197,14 @@ def test_api_key_is_encrypted_at_rest_and_never_logged(
     engram.extraction.extract(CHAT, LOCAL, dry_run=True, extractor=providers.extractor("local"))
     assert providers.get("local").api_key == SecretStr(API_KEY)
     assert API_KEY not in repr(providers.get("local"))
+    rows = query(engram.store, "SELECT * FROM llm_providers")
+    assert rows and API_KEY.encode() not in repr(rows).encode()
     engram.close()  # checkpoint the WAL into the main file
-    db = Path(str(engram.store.path))  # type: ignore[attr-defined]
-    for path in (db, Path(f"{db}-wal")):
-        if path.exists():
-            assert API_KEY.encode() not in path.read_bytes()
+    if isinstance(engram.store, SQLiteStore):
+        db = engram.store.path
+        for path in (db, Path(f"{db}-wal")):
+            if path.exists():
+                assert API_KEY.encode() not in path.read_bytes()
     assert API_KEY not in caplog.text
     assert "asking local" in caplog.text  # the logs did record the calls
     key_file = home / "provider-keys.key"

@@ -3,6 +3,7 @@ each action. Real SQLite files; a deterministic embedder picks exact cosines."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -301,3 +302,17 @@ def test_review_accept_supersedes_and_dismiss_keeps_both(engram: Engram) -> None
     assert len(engram.lifecycle.reviews(LOCAL, status=None)) == 2
     # a dismissed pair is not queued again by maintenance
     assert engram.lifecycle.maintain(LOCAL).queued == []
+
+
+def test_many_valued_attributes_accumulate_instead_of_superseding() -> None:
+    from engram.lifecycle.contradiction import Verdict, check
+
+    hobbies = ["climbing", "chess", "sailing", "pottery"]
+    for old, new in itertools.pairwise(hobbies):
+        found = check(
+            f"The user really loves {old} on weekends", f"The user really loves {new} on weekends"
+        )
+        assert found.verdict is Verdict.DISTINCT, (old, new, found)
+    # a single-valued attribute still changes, and a change marker still takes a value back
+    assert check("Alice lives in Berlin", "Alice lives in Lisbon").verdict is Verdict.CLEAR
+    assert check("Bob uses vim", "Bob switched to emacs").verdict is Verdict.CLEAR

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sqlite3
 from datetime import timedelta
 
 import numpy as np
@@ -10,6 +9,7 @@ from pydantic import ValidationError
 from engram import (
     LOCAL,
     Actor,
+    Conflict,
     Engram,
     EpisodeDetails,
     InvalidInput,
@@ -21,10 +21,12 @@ from engram import (
     ProcedureDetails,
     Status,
 )
+from engram.lifecycle.changes import record as record_change
 from engram.models import Action
-from engram.store.protocol import EmbeddingUpdate
+from engram.store.protocol import EmbeddingUpdate, Store
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
+from tests.sql import query
 
 
 def fact(content: str, **kw: object) -> NewMemory:
@@ -156,7 +158,7 @@ def test_restore_to_older_version_keeps_usage_counters(
         engram.memories.restore(m.id, LOCAL)
 
 
-def test_purge_removes_row_versions_index_and_vectors(engram: Engram, store: SQLiteStore) -> None:
+def test_purge_removes_row_versions_index_and_vectors(engram: Engram, store: Store) -> None:
     keep = engram.memories.add(fact("zebra crossing near the office"), LOCAL)
     gone = engram.memories.add(fact("zebra stripes are unique"), LOCAL)
     vec = np.ones(4, dtype=np.float32) / 2
@@ -175,17 +177,13 @@ def test_purge_removes_row_versions_index_and_vectors(engram: Engram, store: SQL
     assert store.versions(gone.id) == []
     assert [h.memory_id for h in store.keyword_search("zebra", flt, limit=10)] == [keep.id]
     assert [h.memory_id for h in store.vector_search(vec, "test-model", flt, limit=10)] == [keep.id]
-    # and at the SQL level nothing is left behind
-    conn = sqlite3.connect(store.path)
-    assert conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == 1
-    assert conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0] == 1
-    assert (
-        conn.execute(
-            "SELECT count(*) FROM memory_versions WHERE memory_id = ?", (gone.id,)
-        ).fetchone()[0]
-        == 0
-    )
-    conn.close()
+    # and at the SQL level nothing is left behind (PostgreSQL keeps the keyword index in the row)
+    index = "memories_fts" if isinstance(store, SQLiteStore) else "memories"
+    assert query(store, f"SELECT count(*) FROM {index}") == [(1,)]
+    assert query(store, "SELECT count(*) FROM memory_vectors") == [(1,)]
+    assert query(store, "SELECT count(*) FROM memory_versions WHERE memory_id = ?", (gone.id,)) == [
+        (0,)
+    ]
 
 
 def test_bulk_create_is_atomic(engram: Engram, store: SQLiteStore) -> None:
@@ -202,16 +200,16 @@ def test_bulk_create_is_atomic(engram: Engram, store: SQLiteStore) -> None:
     assert engram.memories.list_memories(LOCAL, limit=100).total == 40
 
 
-def test_failed_write_leaves_nothing_half_written(engram: Engram, store: SQLiteStore) -> None:
+def test_failed_write_leaves_nothing_half_written(engram: Engram, store: Store) -> None:
     m = engram.memories.add(fact("original"), LOCAL)
     # a second change that reuses version 1 violates the versions' primary key mid-transaction
     from engram.store import Change
 
-    good = engram.memories._change(
+    good = record_change(
         m.model_copy(update={"content": "changed", "version": 2}), Action.UPDATE, LOCAL
     )
-    bad = engram.memories._change(m, Action.UPDATE, LOCAL)
-    with pytest.raises(sqlite3.IntegrityError):
+    bad = record_change(m, Action.UPDATE, LOCAL)
+    with pytest.raises(Conflict):  # the same domain error on every backend
         store.write([good, bad])
     assert engram.memories.get(m.id, LOCAL).content == "original"
     assert len(store.versions(m.id)) == 1

@@ -49,3 +49,8 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StorageError, match="cannot open the database"):
         SQLiteStore(path)
+
+
+def test_migration_names_are_numbered_in_order() -> None:
+    numbers = [int(m.name.split("_", 1)[0]) for m in MIGRATIONS]
+    assert numbers == list(range(1, len(MIGRATIONS) + 1))

@@ -123,11 +123,12 @@ def test_filters_and_superseded(
     assert ids(created_after=clock.now - timedelta(days=1)) == {b, ep, proc}
     # a superseded memory leaves search unless asked for
     old = e.memories.get(a, LOCAL)
+    from engram.lifecycle.changes import record as record_change
     from engram.models import Action
     from engram.store import Change
 
     superseded = old.model_copy(update={"status": Status.SUPERSEDED, "version": 2})
-    store.write([e.memories._change(superseded, Action.SUPERSEDE, LOCAL)])
+    store.write([record_change(superseded, Action.SUPERSEDE, LOCAL)])
     assert a not in ids()
     found = e.search.search(LOCAL, "release", include_superseded=True, count_access=False)
     assert a in {i.memory.id for i in found.items}

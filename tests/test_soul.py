@@ -283,4 +283,4 @@ def test_soul_survives_reopening(tmp_path: Path, clock: Clock) -> None:
         e.soul.set_block(LOCAL, "identity", "Persistent.")
     with Engram(SQLiteStore(path), clock=clock) as e:
         assert e.soul.get_block(LOCAL, "identity").text == "Persistent."
-        assert "0003_soul" in e.store.applied_migrations()
+        assert "0008_soul" in e.store.applied_migrations()

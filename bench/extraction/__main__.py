@@ -18,6 +18,10 @@ speaker), so facts come from both. Reported:
 
 The embedder is Engram's default static model (``engram.embeddings.static``); if it cannot be
 loaded, or with ``--jaccard``, word-set Jaccard similarity is used instead (and said so).
+
+Part (b), LoCoMo turn recall with extracted facts and episodes indexed beside the raw turns:
+
+    python -m bench.extraction --recall [--data PATH] [--cache DIR]    (bench/extraction/recall.py)
 """
 
 from __future__ import annotations
@@ -25,28 +29,21 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engram.extraction import (
-    Conversation,
-    Message,
-    Proposal,
-    Role,
-    RuleExtractor,
-    Transcript,
-)
+from bench.extraction.common import DEFAULT_DATA, sessions, transcript
+from engram.extraction import Proposal, RuleExtractor, Transcript
 from engram.models import Layer
 from engram.text import content_words
 
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared/data/locomo/locomo_dev.json"
 Similarity = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 
 
@@ -62,15 +59,6 @@ class Session:
         return int(self.transcript.conversation.id.rsplit("-s", 1)[1]) - 1
 
 
-def sessions(sample: dict[str, Any]) -> list[tuple[int, list[dict[str, str]]]]:
-    conv = sample["conversation"]
-    out = []
-    for key, turns in conv.items():
-        if key.startswith("session_") and not key.endswith("date_time") and turns:
-            out.append((int(key.split("_")[1]), turns))
-    return sorted(out)
-
-
 def gold(sample: dict[str, Any], n: int) -> list[tuple[str, str]]:
     obs = sample.get("observation", {}).get(f"session_{n}_observation", {})
     out: list[tuple[str, str]] = []
@@ -78,23 +66,6 @@ def gold(sample: dict[str, Any], n: int) -> list[tuple[str, str]]:
         for text, dia in items:
             out.append((text, dia if isinstance(dia, str) else str(dia)))
     return out
-
-
-def transcript(sample_id: str, n: int, turns: list[dict[str, str]]) -> Transcript:
-    cid = f"{sample_id}-s{n}"
-    conv = Conversation(id=cid, environment_id="bench", created_at=datetime.now(UTC))
-    messages = [
-        Message(
-            id=t["dia_id"],
-            conversation_id=cid,
-            position=i,
-            role=Role.USER,
-            author=t["speaker"],
-            content=t["text"] or "…",
-        )
-        for i, t in enumerate(turns, start=1)
-    ]
-    return Transcript(conversation=conv, messages=messages)
 
 
 def jaccard(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
@@ -135,12 +106,19 @@ def score(sim: Similarity, golds: list[str], facts: list[str], threshold: float)
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--recall" in argv:
+        from bench.extraction.recall import main as recall
+
+        recall([a for a in argv if a != "--recall"])
+        return
     ap = argparse.ArgumentParser(prog="python -m bench.extraction", description=__doc__)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--threshold", type=float, default=None, help="default 0.9 (Jaccard 0.3)")
     ap.add_argument("--jaccard", action="store_true", help="word-set Jaccard, no embedder")
     ap.add_argument("--cache", type=Path, default=None, help="embedding model cache directory")
     ap.add_argument("--examples", type=int, default=0, help="print N sessions' facts and gold")
+    ap.add_argument("--recall", action="store_true", help="part (b) instead: see recall.py")
     args = ap.parse_args(argv)
 
     sim: Similarity = jaccard

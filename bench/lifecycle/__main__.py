@@ -105,7 +105,9 @@ def run_lifecycle(
         elif out.action is Outcome.QUEUED:
             score.queued += 1
     score.seconds = time.perf_counter() - start
+    print(f"  {name}: {len(items)} writes in {score.seconds:.1f} s", flush=True)
     report = engram.lifecycle.maintain(LOCAL)
+    print(f"  {name}: maintenance in {report.seconds:.1f} s", flush=True)
     engram.close()
     return score, report
 
@@ -158,7 +160,7 @@ def main() -> None:
 
     items = stream(args.n, args.seed)
     expected = Counter(i.kind for i in items)
-    print(f"stream: {len(items)} facts, seed {args.seed}: {dict(expected)}")
+    print(f"stream: {len(items)} facts, seed {args.seed}: {dict(expected)}", flush=True)
     embedder = None if args.no_embedder else default_embedder()
 
     rows: list[Score] = []

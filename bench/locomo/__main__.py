@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -81,6 +82,9 @@ def main() -> None:
     parser.add_argument("--categories", default="1,2,3,4")
     parser.add_argument("--model-cache", type=Path, default=None)
     parser.add_argument("--candidates", type=int, default=None, help="per-stream candidate pool")
+    parser.add_argument(
+        "--keyword-weight", type=float, default=None, help="share of BM25 in hybrid relevance"
+    )
     args = parser.parse_args()
     cats = {int(c) for c in args.categories.split(",")}
     convs = load(args.data)
@@ -98,13 +102,21 @@ def main() -> None:
         engram = Engram(open_store(Path(tmp) / "locomo.db"), clock=clock, embedder=embedder)
         if args.candidates:
             engram.search._candidates = args.candidates
+        if args.keyword_weight is not None:
+            engram.search.scoring = replace(
+                engram.search.scoring,
+                keyword_weight=args.keyword_weight,
+                semantic_weight=1 - args.keyword_weight,
+            )
         five_factor = engram.search.scoring
         # the single-stream rows rank by relevance alone: every other factor weighs 0
+        only = LayerScoring(weights=FactorWeights(1.0, 0.0, 0.0, 0.0, 0.0))
         relevance_only = ScoringConfig(
-            **{
-                layer: LayerScoring(weights=FactorWeights(1.0, 0.0, 0.0, 0.0, 0.0))
-                for layer in ("fact", "episode", "procedure")
-            }
+            fact=only,
+            episode=only,
+            procedure=only,
+            keyword_weight=five_factor.keyword_weight,
+            semantic_weight=five_factor.semantic_weight,
         )
         t0 = time.perf_counter()
         for conv in convs:

@@ -11,7 +11,23 @@ from fastapi import APIRouter, FastAPI
 import engram
 from engram.api import errors
 from engram.api.observability import Metrics, observe
-from engram.api.routers import audit, environments, episodes, facts, health, keys, procedures, users
+from engram.api.routers import (
+    audit,
+    context,
+    environments,
+    episodes,
+    extraction,
+    facts,
+    health,
+    keys,
+    maintenance,
+    memories,
+    procedures,
+    reviews,
+    search,
+    soul,
+    users,
+)
 from engram.api.settings import ServerSettings
 from engram.service import Engram
 
@@ -25,21 +41,14 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/users", users.router),
     ("/keys", keys.router),
     ("/audit", audit.router),
+    ("/maintenance", maintenance.router),
+    ("/memories", memories.router),
+    ("/reviews", reviews.router),
+    ("/search", search.router),
+    ("/context", context.router),
+    ("/soul", soul.router),
+    ("", extraction.router),  # /extract and /conversations
 )
-
-
-def optional_routers(service: Engram) -> list[tuple[str, APIRouter]]:
-    """Routers for services other parts of Engram may provide (search, context, soul)."""
-    found: list[tuple[str, APIRouter]] = []
-    if hasattr(service, "search"):
-        from engram.api.routers import search
-
-        found.append(("/search", search.router))
-    if hasattr(service, "context"):
-        from engram.api.routers import context
-
-        found.append(("/context", context.router))
-    return found
 
 
 def create_app(service: Engram, settings: ServerSettings | None = None) -> FastAPI:
@@ -59,7 +68,10 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.middleware("http")(observe(app.state.metrics))
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
-    for prefix, router in (*RESOURCES, *optional_routers(service)):
+    for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
+    from engram.mcp.http import mount as mount_mcp  # MCP at /mcp, same keys
+
+    mount_mcp(app, service, settings)
     return app

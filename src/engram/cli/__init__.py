@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
-from engram.cli import audit, env, extract, keys, maintain, memories, search, serve, soul
+from engram.cli import (
+    audit,
+    env,
+    extract,
+    keys,
+    maintain,
+    mcp,
+    memories,
+    migrate_store,
+    search,
+    serve,
+    soul,
+)
 from engram.cli.common import console, make_state, service
 from engram.errors import EngramError, InvalidInput, NotFound
 from engram.service.environments import validation_message
@@ -35,8 +49,18 @@ def root(
             envvar="ENGRAM_HOME",
         ),
     ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            help="postgresql://… or sqlite:///path (default: ENGRAM_DATABASE_URL, else "
+            "<home>/engram.db).",
+        ),
+    ] = None,
 ) -> None:
     ctx.obj = make_state(home)
+    if database_url:
+        ctx.obj.settings = replace(ctx.obj.settings, database_url=database_url)
 
 
 @app.command()
@@ -56,6 +80,14 @@ def init(
         console.print(f"database: {st.settings.database_url}")
         console.print(f"default environment: {env.name} ({env.id})")
         console.print(f"owner token: {st.settings.home / 'token'} (mode 0600)")
+        if engram.embedder is not None:
+            # the default model is distilled once from the shipped MiniLM weights (~30-60 s)
+            t0 = time.perf_counter()
+            engram.embedder.embed_batch(["ready"])
+            took = time.perf_counter() - t0
+            console.print(f"embedder: {engram.embedder.model_id} (ready in {took:.1f} s)")
+        else:
+            console.print("embedder: none (keyword search only)")
         if issued is not None and rotate:
             console.print("new token (the old one no longer works):")
             typer.echo(issued.token)
@@ -70,6 +102,8 @@ app.add_typer(keys.users_app, name="users")
 audit.register(app)
 extract.register(app)
 serve.register(app)
+mcp.register(app)
+migrate_store.register(app)
 app.add_typer(soul.app, name="soul")
 
 _EXIT = {InvalidInput: 2, NotFound: 3}

@@ -23,17 +23,24 @@ def serve(
         typer.Option("--no-auth", help="Let every request act as the owner (loopback only)."),
     ] = False,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
+    maintenance_every: Annotated[
+        float,
+        typer.Option(help="Hours between lifecycle maintenance sweeps (0: never)."),
+    ] = 6.0,
 ) -> None:
     """Serve the REST API (docs at /docs, health at /healthz and /readyz, metrics at /metrics).
 
-    Logs are JSON lines on stderr. SIGINT/SIGTERM stop accepting connections, finish in-flight
-    requests (up to 10 s) and close the database.
+    New memories are embedded in the background (searchable by keyword at once, by meaning
+    within seconds) and every environment is maintained on a schedule (dedup, contradiction,
+    decay, compaction; see 'engram maintain'). Logs are JSON lines on stderr. SIGINT/SIGTERM
+    stop accepting connections, finish in-flight requests (up to 10 s) and close the database.
     """
     import uvicorn
 
     from engram.api import create_app
     from engram.api.observability import configure_logging
     from engram.cli.keys import bootstrap
+    from engram.service.jobs import BackgroundJobs
 
     server_settings = ServerSettings(host=host, port=port, auth=not no_auth, log_level=log_level)
     settings = state(ctx).settings
@@ -54,7 +61,12 @@ def serve(
             timeout_graceful_shutdown=10,
             server_header=False,
         )
-        uvicorn.Server(config).run()
+        jobs = BackgroundJobs(engram, maintenance_every * 3600)
+        jobs.start()
+        try:
+            uvicorn.Server(config).run()
+        finally:
+            jobs.stop()
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,8 @@ def quote(text: str) -> str:
     return repr(text if len(text) <= _QUOTE else text[: _QUOTE - 1] + "…")
 
 
-def record(memory: Memory, action: Action, actor: Actor, reason: str) -> Change:
+def record(memory: Memory, action: Action, actor: Actor, reason: str = "") -> Change:
+    """A memory's new state with the version that records it."""
     return Change(
         memory,
         MemoryVersion(
@@ -53,7 +54,8 @@ def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: A
         id=new_id("mem_"),
         environment_id=env_id,
         created_at=created,
-        updated_at=max(created, now),
+        # an imported memory keeps its own time: recency is about when it was true
+        updated_at=created,
         author=new.author or actor.user_id,
         version=1,
         **fields,

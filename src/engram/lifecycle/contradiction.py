@@ -9,7 +9,9 @@ Rules, in order:
 - a change marker in the new fact ("now", "switched to", "moved to", "no longer", "instead" ...)
   while something of the old fact is gone;
 - changed numbers or dates in a statement ("X is 3" / "X is 4"), everything else equal;
-- the same subject and attribute (the words before the verb) with a different value.
+- the same subject and attribute (the words before the verb) with a different value, for
+  single-valued verbs ("lives in", "is", "prefers"); a many-valued one ("loves", "uses",
+  "has") adds a value instead.
 
 Swapped words in the subject ("Alice uses vim" / "Bob uses vim"), swapped names, or numbers
 that differ anywhere else make the pair *distinct*: two facts about different things, never
@@ -80,6 +82,12 @@ _VERBS = frozenset(
     called named drives drive owns own speaks speak eats eat drinks drink starts start
     begins begin ends end happens happen meets meet""".split()  # noqa: SIM905
 )
+_MANY_VALUED = frozenset(
+    """uses use using likes like loves love enjoys enjoy has have wants want owns own speaks
+    speak eats eat drinks drink""".split()  # noqa: SIM905
+)
+"""Verbs whose attribute holds many values at once: "loves chess" does not take back "loves
+climbing" (only a change marker or a negation does)."""
 _MONTHS = frozenset(
     """january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
@@ -116,6 +124,7 @@ class _Statement:
     key: set[str]
     value: set[str]
     core: str
+    verb: str
     """The value's first content word: 'green' in 'is green, actually'."""
 
 
@@ -125,7 +134,7 @@ def _split(ws: list[str]) -> _Statement | None:
             key = _content(ws[:i]) - _MARKER_WORDS
             rest = [_norm(x) for x in ws[i + 1 :] if x not in STOPWORDS | _MARKER_WORDS]
             if key and rest:
-                return _Statement(key, set(rest), rest[0])
+                return _Statement(key, set(rest), rest[0], w)
             return None
     return None
 
@@ -195,6 +204,12 @@ def check(old: str, new: str) -> Finding:
         and st_old.value - st_new.value
         and st_new.value - st_old.value
     ):
+        if st_new.verb in _MANY_VALUED:
+            return Finding(
+                Verdict.DISTINCT,
+                "another value of a many-valued attribute",
+                f"{_show(st_old.key)} {st_new.verb}: {st_old.core}, {st_new.core}",
+            )
         return Finding(
             Verdict.CLEAR,
             "same subject and attribute, different value",

@@ -16,6 +16,8 @@ from engram.config import Settings
 from engram.errors import Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
+from engram.sdk._learning import ExtractionCalls, LifecycleCalls
+from engram.sdk._soul import SoulCalls
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 P = ParamSpec("P")
@@ -159,13 +161,82 @@ class AsyncAccounts(_Resource[AccountCalls]):
     audit = _Async(AccountCalls.audit)
 
 
+class Soul(_Resource[SoulCalls]):
+    view = _Sync(SoulCalls.view)
+    get_block = _Sync(SoulCalls.get_block)
+    render = _Sync(SoulCalls.render)
+    layer = _Sync(SoulCalls.layer)
+    set_block = _Sync(SoulCalls.set_block)
+    history = _Sync(SoulCalls.history)
+    diff = _Sync(SoulCalls.diff)
+    restore_block = _Sync(SoulCalls.restore_block)
+    snapshot = _Sync(SoulCalls.snapshot)
+    snapshots = _Sync(SoulCalls.snapshots)
+    get_snapshot = _Sync(SoulCalls.get_snapshot)
+    diff_snapshot = _Sync(SoulCalls.diff_snapshot)
+    restore_snapshot = _Sync(SoulCalls.restore_snapshot)
+    presets = _Sync(SoulCalls.presets)
+    apply_preset = _Sync(SoulCalls.apply_preset)
+
+
+class AsyncSoul(_Resource[SoulCalls]):
+    view = _Async(SoulCalls.view)
+    get_block = _Async(SoulCalls.get_block)
+    render = _Async(SoulCalls.render)
+    layer = _Async(SoulCalls.layer)
+    set_block = _Async(SoulCalls.set_block)
+    history = _Async(SoulCalls.history)
+    diff = _Async(SoulCalls.diff)
+    restore_block = _Async(SoulCalls.restore_block)
+    snapshot = _Async(SoulCalls.snapshot)
+    snapshots = _Async(SoulCalls.snapshots)
+    get_snapshot = _Async(SoulCalls.get_snapshot)
+    diff_snapshot = _Async(SoulCalls.diff_snapshot)
+    restore_snapshot = _Async(SoulCalls.restore_snapshot)
+    presets = _Async(SoulCalls.presets)
+    apply_preset = _Async(SoulCalls.apply_preset)
+
+
+class Extraction(_Resource[ExtractionCalls]):
+    extract = _Sync(ExtractionCalls.extract)
+    add_messages = _Sync(ExtractionCalls.add_messages)
+    get_conversation = _Sync(ExtractionCalls.get_conversation)
+
+
+class AsyncExtraction(_Resource[ExtractionCalls]):
+    extract = _Async(ExtractionCalls.extract)
+    add_messages = _Async(ExtractionCalls.add_messages)
+    get_conversation = _Async(ExtractionCalls.get_conversation)
+
+
+class Lifecycle(_Resource[LifecycleCalls]):
+    remember = _Sync(LifecycleCalls.remember)
+    feedback = _Sync(LifecycleCalls.feedback)
+    undo = _Sync(LifecycleCalls.undo)
+    maintain = _Sync(LifecycleCalls.maintain)
+    reviews = _Sync(LifecycleCalls.reviews)
+    resolve_review = _Sync(LifecycleCalls.resolve_review)
+
+
+class AsyncLifecycle(_Resource[LifecycleCalls]):
+    remember = _Async(LifecycleCalls.remember)
+    feedback = _Async(LifecycleCalls.feedback)
+    undo = _Async(LifecycleCalls.undo)
+    maintain = _Async(LifecycleCalls.maintain)
+    reviews = _Async(LifecycleCalls.reviews)
+    resolve_review = _Async(LifecycleCalls.resolve_review)
+
+
 # -- clients ---------------------------------------------------------------------------------
 class Client:
     """``Client(url=None, token=None)``; use as a context manager or call :meth:`close`.
 
     ``client.facts``, ``client.episodes``, ``client.procedures`` (add, get, list, update,
     delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
-    (+ members, share, unshare) and ``client.accounts`` (me, users, keys, audit).
+    (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
+    (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
+    add_messages, get_conversation) and ``client.lifecycle`` (remember, feedback, undo,
+    maintain, reviews, resolve_review).
     """
 
     def __init__(
@@ -189,6 +260,9 @@ class Client:
         self.procedures = Memories(self._send, LayerCalls(Layer.PROCEDURE))
         self.environments = Environments(self._send, EnvironmentCalls())
         self.accounts = Accounts(self._send, AccountCalls())
+        self.soul = Soul(self._send, SoulCalls())
+        self.extraction = Extraction(self._send, ExtractionCalls())
+        self.lifecycle = Lifecycle(self._send, LifecycleCalls())
 
     def _send(self, call: Call[T]) -> T:
         return _read(call, self._http.request(call.method, call.path, **_request(call)))
@@ -227,6 +301,9 @@ class AsyncClient:
         self.procedures = AsyncMemories(self._send, LayerCalls(Layer.PROCEDURE))
         self.environments = AsyncEnvironments(self._send, EnvironmentCalls())
         self.accounts = AsyncAccounts(self._send, AccountCalls())
+        self.soul = AsyncSoul(self._send, SoulCalls())
+        self.extraction = AsyncExtraction(self._send, ExtractionCalls())
+        self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
 
     async def _send(self, call: Call[T]) -> T:
         response = await self._http.request(call.method, call.path, **_request(call))

@@ -71,6 +71,7 @@ _LAYERS: dict[TierName, Layer] = {
     "procedures": Layer.PROCEDURE,
 }
 MIN_TOKENS, MAX_TOKENS = 64, 200_000
+KEYWORD_POOL = 300
 
 
 def render_item(memory: Memory) -> str:
@@ -159,8 +160,20 @@ class ContextService:
             "episodes": max_episodes,
             "procedures": max_procedures,
         }
+        keyword: dict[Layer, dict[str, float]] | None = None
+        if query.strip() and mode is not SearchMode.SEMANTIC:
+            # one keyword query for all three layers; the vector scan is shared the same way
+            everything = MemoryFilter(environment_ids=[env.id], layers=list(_LAYERS.values()))
+            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
         candidates = {
-            tier: self._candidates(query, env.id, _LAYERS[tier], limit, mode)
+            tier: self._candidates(
+                query,
+                env.id,
+                _LAYERS[tier],
+                limit,
+                mode,
+                None if keyword is None else keyword[_LAYERS[tier]],
+            )
             for tier, limit in limits.items()
         }
         timings["search_ms"] = _ms(t1)
@@ -203,12 +216,20 @@ class ContextService:
         )
 
     def _candidates(
-        self, query: str, env_id: str, layer: Layer, limit: int, mode: SearchMode
+        self,
+        query: str,
+        env_id: str,
+        layer: Layer,
+        limit: int,
+        mode: SearchMode,
+        keyword: dict[str, float] | None,
     ) -> list[ScoredMemory]:
         if limit == 0:
             return []
         flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
-        ranked = self._search.rank(query, flt, mode=mode, limit=min(200, max(limit * 3, 10)))
+        ranked = self._search.rank(
+            query, flt, mode=mode, limit=min(200, max(limit * 3, 10)), keyword=keyword
+        )
         if not query.strip():
             return ranked
         cfg = self._search.scoring

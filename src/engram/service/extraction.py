@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engram.accounts import Role as Access
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
@@ -128,8 +129,11 @@ class ExtractionService:
     ) -> Conversation:
         """Create a conversation, or return the existing one with the same id."""
         if new.id is not None and self.conversations.get_conversation(new.id) is not None:
-            return self.get_conversation(new.id, actor)
-        env = self._engram.environments.resolve(environment, actor)
+            conv = self.get_conversation(new.id, actor)
+            # adding to a conversation stores messages: it needs write access
+            self._engram.environments.resolve(conv.environment_id, actor, Access.WRITER)
+            return conv
+        env = self._engram.environments.resolve(environment, actor, Access.WRITER)
         conv = Conversation(
             id=new.id or new_id("cnv_"),
             environment_id=env.id,

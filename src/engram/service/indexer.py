@@ -27,12 +27,14 @@ class Indexer:
         return self._embedder.model_id
 
     def run_once(self, max_items: int | None = None) -> int:
-        """Embed pending memories now; return how many were embedded."""
+        """Embed pending memories now; return how many were embedded. One pass walks the
+        store in order from a cursor, so its cost grows with the store only once."""
         done = 0
         with self._lock:
+            after = 0
             while max_items is None or done < max_items:
                 size = self._batch if max_items is None else min(self._batch, max_items - done)
-                pending = self._store.pending_embeddings(self.model_id, limit=size)
+                pending = self._store.pending_embeddings(self.model_id, limit=size, after=after)
                 if not pending:
                     break
                 vectors = self._embedder.embed_batch([p.text for p in pending])
@@ -43,6 +45,7 @@ class Indexer:
                         for p, v in zip(pending, vectors, strict=True)
                     ],
                 )
+                after = pending[-1].position
                 done += len(pending)
         return done
 

@@ -21,7 +21,7 @@ from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
 from engram.lifecycle.maintenance import Maintenance
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
-from engram.models import Action, Environment, Layer, Memory, MemoryFilter, NewMemory, Status
+from engram.models import Action, Layer, Memory, MemoryFilter, NewMemory, Status
 from engram.service.environments import EnvironmentService
 from engram.service.memories import MemoryService
 from engram.store import Change, EmbeddingUpdate, Store
@@ -199,9 +199,30 @@ class LifecycleService:
     ) -> MaintenanceReport:
         """Sweep one environment (the default when none is named): merge duplicates, supersede
         contradicted facts, queue unclear pairs, flag decayed memories, compact cold episodes.
-        With ``dry_run`` nothing is written; the report says what would change."""
+        With ``dry_run`` nothing is written; the report says what would change.
+
+        One run per environment at a time across every process on the store: a second one
+        raises :class:`Conflict` ("already running"). Each run is audited with its start and end.
+        """
         env = self._envs.resolve(environment, actor, Role.WRITER)
-        return Maintenance(self, env, actor, dry_run=dry_run).run()
+        if dry_run:
+            return Maintenance(self, env, actor, dry_run=True).run()
+        with self._store.run_exclusive(f"maintenance:{env.id}") as got:
+            if not got:
+                raise Conflict(
+                    f"maintenance of {env.name!r} is already running", environment_id=env.id
+                )
+            started = self._clock()
+            report = Maintenance(self, env, actor, dry_run=False).run()
+            self._envs.audit.record(
+                actor,
+                "maintenance.run",
+                environment_id=env.id,
+                started_at=started.isoformat(),
+                finished_at=self._clock().isoformat(),
+                scanned=report.scanned,
+            )
+        return report
 
     # -- review queue --------------------------------------------------------------------------
     def reviews(
@@ -230,7 +251,7 @@ class LifecycleService:
         if item.status is not ReviewStatus.OPEN:
             raise Conflict(f"review item {review_id!r} is already {item.status.value}")
         if accept:
-            self._accept(item, env, actor, note)
+            self._accept(item, actor, note)
         resolved = item.model_copy(
             update={
                 "status": ReviewStatus.ACCEPTED if accept else ReviewStatus.DISMISSED,
@@ -242,7 +263,7 @@ class LifecycleService:
         self._store.reviews.put_review(resolved)
         return resolved
 
-    def _accept(self, item: ReviewItem, env: Environment, actor: Actor, note: str) -> None:
+    def _accept(self, item: ReviewItem, actor: Actor, note: str) -> None:
         found = {m.id: m for m in self._store.get([item.memory_id, item.other_id])}
         newer, older = found.get(item.memory_id), found.get(item.other_id)
         if newer is None or older is None:

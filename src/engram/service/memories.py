@@ -6,13 +6,14 @@ Every change writes the memory's new state and an append-only version in one tra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound, PermissionDenied
-from engram.ids import new_id
+from engram.lifecycle.changes import build as build_memory
+from engram.lifecycle.changes import record as record_change
+from engram.lifecycle.changes import step as next_state
 from engram.models import (
     ORDERS,
     Action,
@@ -39,20 +40,6 @@ class MemoryService:
         self._envs = environments
 
     # -- helpers -----------------------------------------------------------------------------
-    def _change(self, memory: Memory, action: Action, actor: Actor, reason: str = "") -> Change:
-        return Change(
-            memory,
-            MemoryVersion(
-                memory_id=memory.id,
-                version=memory.version,
-                action=action,
-                at=memory.updated_at,
-                actor=actor.label,
-                reason=reason,
-                snapshot=memory,
-            ),
-        )
-
     def _load(
         self, memory_ids: Sequence[str], actor: Actor, need: Role = Role.READER
     ) -> list[Memory]:
@@ -75,13 +62,12 @@ class MemoryService:
         return out
 
     def _commit(self, changes: Sequence[Change], actor: Actor, action: str = "") -> None:
-        """Write the changes (one transaction), then record them in the audit log."""
-        self._store.write(changes)
+        """Write the changes and their audit entries in one transaction."""
         by_env: dict[str, list[Change]] = {}
         for c in changes:
             by_env.setdefault(c.memory.environment_id, []).append(c)
-        for env_id, group in by_env.items():
-            self._envs.audit.record(
+        entries = [
+            self._envs.audit.entry(
                 actor,
                 action or f"memory.{group[0].version.action.value}",
                 environment_id=env_id,
@@ -89,36 +75,9 @@ class MemoryService:
                 before={c.memory.id: (c.memory.version - 1) or None for c in group},
                 after={c.memory.id: c.memory.version for c in group},
             )
-
-    def _build(self, env_id: str, new: NewMemory, actor: Actor) -> Memory:
-        now = self._clock()
-        created = new.created_at or now
-        return Memory(
-            id=new_id("mem_"),
-            environment_id=env_id,
-            layer=new.layer,
-            content=new.content,
-            category=new.category,
-            tags=new.tags,
-            importance=new.importance,
-            confidence=new.confidence,
-            source=new.source,
-            pinned=new.pinned,
-            created_at=created,
-            # an imported memory keeps its own time: recency is about when it was true
-            updated_at=created,
-            author=new.author or actor.user_id,
-            metadata=new.metadata,
-            episode=new.episode,
-            procedure=new.procedure,
-            keyword_context=new.keyword_context,
-            version=1,
-        )
-
-    def _next(self, memory: Memory, **changes: Any) -> Memory:
-        return memory.model_copy(
-            update={**changes, "version": memory.version + 1, "updated_at": self._clock()}
-        )
+            for env_id, group in by_env.items()
+        ]
+        self._store.write(changes, audit=entries)
 
     # -- create ------------------------------------------------------------------------------
     def add(self, new: NewMemory, actor: Actor, environment: str | None = None) -> Memory:
@@ -131,8 +90,9 @@ class MemoryService:
         if len(items) > MAX_BULK:
             raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
         env = self._envs.resolve(environment, actor, Role.WRITER)
-        memories = [self._build(env.id, item, actor) for item in items]
-        self._commit([self._change(m, Action.CREATE, actor) for m in memories], actor)
+        now = self._clock()
+        memories = [build_memory(env.id, item, actor, now) for item in items]
+        self._commit([record_change(m, Action.CREATE, actor, "") for m in memories], actor)
         return memories
 
     # -- read --------------------------------------------------------------------------------
@@ -188,7 +148,9 @@ class MemoryService:
             if memory.layer is not Layer.EPISODE and "episode" in updates:
                 raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not an episode")
             changes.append(
-                self._change(self._next(memory, **updates), Action.UPDATE, actor, reason)
+                record_change(
+                    next_state(memory, self._clock(), **updates), Action.UPDATE, actor, reason
+                )
             )
         self._commit(changes, actor)
         return [c.memory for c in changes]
@@ -207,10 +169,10 @@ class MemoryService:
                 "last_outcome_at": now,
             }
         )
-        new = self._next(memory, procedure=proc)
+        new = next_state(memory, self._clock(), procedure=proc)
         reason = ("success" if success else "failure") + (f": {note}" if note else "")
         outcome = "memory.success" if success else "memory.failure"
-        self._commit([self._change(new, Action.UPDATE, actor, reason)], actor, outcome)
+        self._commit([record_change(new, Action.UPDATE, actor, reason)], actor, outcome)
         return new
 
     # -- delete / restore / purge -------------------------------------------------------------
@@ -224,7 +186,9 @@ class MemoryService:
         if len(memory_ids) > MAX_BULK:
             raise InvalidInput(f"at most {MAX_BULK} deletions per request, got {len(memory_ids)}")
         changes = [
-            self._change(self._next(m, status=Status.DELETED), Action.DELETE, actor, reason)
+            record_change(
+                next_state(m, self._clock(), status=Status.DELETED), Action.DELETE, actor, reason
+            )
             for m in self._load(memory_ids, actor, Role.WRITER)
             if m.status is not Status.DELETED
         ]
@@ -270,7 +234,7 @@ class MemoryService:
             }
         )
         why = reason or f"restored version {target.version}"
-        self._commit([self._change(restored, Action.RESTORE, actor, why)], actor)
+        self._commit([record_change(restored, Action.RESTORE, actor, why)], actor)
         return restored
 
     def purge(self, memory_ids: Sequence[str], actor: Actor) -> int:

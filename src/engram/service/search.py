@@ -12,7 +12,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.embeddings.protocol import Embedder
 from engram.errors import InvalidInput
-from engram.models import Memory, MemoryFilter, Status
+from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.retrieval.fusion import Fused, fuse
 from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
 from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
@@ -85,9 +85,17 @@ class SearchService:
         return flt.model_copy(update={"environment_ids": [env_id], "statuses": statuses})
 
     def rank(
-        self, query: str, flt: MemoryFilter, *, mode: SearchMode, limit: int
+        self,
+        query: str,
+        flt: MemoryFilter,
+        *,
+        mode: SearchMode,
+        limit: int,
+        keyword: dict[str, float] | None = None,
     ) -> list[ScoredMemory]:
-        """Rank memories matching ``flt`` (environment already resolved) for ``query``."""
+        """Rank memories matching ``flt`` (environment already resolved) for ``query``.
+        ``keyword``: BM25 hits already fetched by the caller (context assembly fetches them
+        once for every layer)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         if len(query) > MAX_QUERY_CHARS:
@@ -97,7 +105,7 @@ class SearchService:
         now = self._clock()
         if not query.strip():
             return self._rank_without_query(flt, limit, now)
-        fused = self._candidates_for(query, flt, mode, max(self._candidates, limit * 3))
+        fused = self._candidates_for(query, flt, mode, max(self._candidates, limit * 3), keyword)
         if not fused:
             return []
         # score every candidate from a few columns; load whole memories only for those returned
@@ -127,16 +135,36 @@ class SearchService:
             if memory_id in memories
         ]
 
+    def keyword_by_layer(
+        self, query: str, flt: MemoryFilter, limit: int
+    ) -> dict[Layer, dict[str, float]]:
+        """One keyword search over all layers of ``flt``, its hits split by layer."""
+        hits = self._store.keyword_search(query, flt, limit=limit)
+        ids = [h.memory_id for h in hits]
+        layers = {f.memory_id: f.layer for f in self._store.rank_fields(ids)}
+        out: dict[Layer, dict[str, float]] = {layer: {} for layer in Layer}
+        for h in hits:
+            if h.memory_id in layers:
+                out[layers[h.memory_id]][h.memory_id] = h.score
+        return out
+
     def _candidates_for(
-        self, query: str, flt: MemoryFilter, mode: SearchMode, k: int
+        self,
+        query: str,
+        flt: MemoryFilter,
+        mode: SearchMode,
+        k: int,
+        known: dict[str, float] | None = None,
     ) -> dict[str, Fused]:
         keyword: dict[str, float] = {}
         similarity: dict[str, float] = {}
         hits: set[str] = set()
         if mode is not SearchMode.SEMANTIC:
-            keyword = {
-                h.memory_id: h.score for h in self._store.keyword_search(query, flt, limit=k)
-            }
+            if known is not None:
+                keyword = known
+            else:
+                found = self._store.keyword_search(query, flt, limit=k)
+                keyword = {h.memory_id: h.score for h in found}
         if mode is not SearchMode.KEYWORD and self._embedder is not None:
             vector = self._embedder.embed_batch([query])[0]
             if np.any(vector):

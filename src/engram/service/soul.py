@@ -184,10 +184,30 @@ class SoulService:
         new = self._next(current, actor, **updates)
         if current.version and new.same_content(current):
             return current
-        self._store.soul.write(
-            actor.user_id, [SoulBlockVersion(action=action, reason=reason, state=new)]
-        )
+        self._write(actor, "set_block", [SoulBlockVersion(action=action, reason=reason, state=new)])
         return new
+
+    def _write(
+        self,
+        actor: Actor,
+        action: str,
+        changes: list[SoulBlockVersion],
+        snapshot: SoulSnapshot | None = None,
+        environment_id: str | None = None,
+    ) -> None:
+        """Store block versions (and a snapshot), then record the change in the audit log."""
+        self._store.soul.write(actor.user_id, changes, snapshot)
+        env_id = environment_id
+        if env_id is None and changes:
+            env_id = changes[0].state.environment_id
+        self._envs.audit.record(
+            actor,
+            f"soul.{action}",
+            environment_id=env_id,
+            targets=[f"soul:{c.state.name}" for c in changes],
+            after={f"soul:{c.state.name}": c.state.version for c in changes},
+            snapshot=None if snapshot is None else snapshot.id,
+        )
 
     def _next(self, block: SoulBlock, actor: Actor, **updates: object) -> SoulBlock:
         return block.model_copy(
@@ -258,8 +278,9 @@ class SoulService:
         )
         new = self._next(current, actor, **_content(target))
         why = reason or f"restored version {version}"
-        self._store.soul.write(
-            actor.user_id,
+        self._write(
+            actor,
+            "restore_block",
             [SoulBlockVersion(action=SoulAction.RESTORE, reason=why, state=new)],
             backup,
         )
@@ -289,7 +310,7 @@ class SoulService:
         snap = self._snapshot_of(
             actor, self._layer_id(environment, actor), SnapshotKind.MANUAL, label
         )
-        self._store.soul.write(actor.user_id, [], snap)
+        self._write(actor, "snapshot", [], snap, snap.environment_id)
         return snap
 
     def snapshots(self, actor: Actor, environment: str | None = None) -> list[SoulSnapshot]:
@@ -332,7 +353,7 @@ class SoulService:
             if not target.same_content(block) or target.custom != block.custom:
                 new = self._next(block, actor, **_content(target))
                 changes.append(SoulBlockVersion(action=SoulAction.RESTORE, reason=why, state=new))
-        self._store.soul.write(actor.user_id, changes, backup)
+        self._write(actor, "restore_snapshot", changes, backup, backup.environment_id)
         return SoulUpdate(backup=backup, changed=[c.state for c in changes])
 
     # -- presets -----------------------------------------------------------------------------
@@ -358,7 +379,7 @@ class SoulService:
                     action=SoulAction.PRESET, reason=f"preset {chosen.name}", state=new
                 )
             )
-        self._store.soul.write(actor.user_id, changes, backup)
+        self._write(actor, "apply_preset", changes, backup, env_id)
         return SoulUpdate(backup=backup, changed=[c.state for c in changes])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, MissingDependency
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -20,7 +20,13 @@ def open_store(url: str | Path) -> Store:
     ``postgresql://...`` for PostgreSQL."""
     text = str(url)
     if text.startswith(("postgresql://", "postgres://")):
-        raise InvalidInput("PostgreSQL support is not available in this version")
+        try:
+            from engram.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise MissingDependency(
+                "PostgreSQL needs the postgres extra: pip install 'engram[postgres]'"
+            ) from exc
+        return PostgresStore(text)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
     elif "://" in text:

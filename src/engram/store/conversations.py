@@ -4,7 +4,7 @@ implementation matching a memory store."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from engram.errors import MissingDependency
 from engram.extraction.conversation import Conversation, ExtractionState, Message, NewMessage
@@ -57,4 +57,7 @@ def conversation_store_for(store: Store) -> ConversationStore:
         from engram.store.sqlite.conversations import SQLiteConversationStore
 
         return SQLiteConversationStore(store)
+    found = getattr(store, "conversations", None)  # a store that carries its own (PostgreSQL)
+    if found is not None:
+        return cast(ConversationStore, found)
     raise MissingDependency(f"conversations are not supported on {type(store).__name__}")

@@ -9,6 +9,7 @@ transaction, together with the keyword index entry.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -16,6 +17,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.accounts import AccountStore, AuditStore
 from engram.store.reviews import ReviewStore
@@ -60,6 +62,8 @@ class PendingEmbedding:
     memory_id: str
     text: str
     content_hash: str
+    position: int = 0
+    """An opaque, increasing cursor: pass the last one as ``after`` to continue a scan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,12 @@ class Store(Protocol):
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None: ...
 
+    def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
+        """Hold the lock ``name`` across every process on this database for the block; yields
+        False at once (holding nothing) when another holder has it. For work that must run
+        once at a time (maintenance runs)."""
+        ...
+
     def applied_migrations(self) -> list[str]:
         """Names of the migrations recorded as applied, in order."""
         ...
@@ -113,8 +123,9 @@ class Store(Protocol):
         ...
 
     # -- memories ----------------------------------------------------------------------------
-    def write(self, changes: Sequence[Change]) -> None:
-        """Upsert each memory and append its version, all in one transaction."""
+    def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
+        """Upsert each memory and append its version and the audit entries, all in one
+        transaction."""
         ...
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
@@ -158,8 +169,11 @@ class Store(Protocol):
         """Cosine similarity of ``vector`` to each listed memory that has a ``model_id`` vector."""
         ...
 
-    def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
-        """Live memories with no vector for ``model_id`` or a vector of older content."""
+    def pending_embeddings(
+        self, model_id: str, *, limit: int, after: int = 0
+    ) -> list[PendingEmbedding]:
+        """Live memories with no vector for ``model_id`` or a vector of older content, in
+        storage order, starting after the cursor ``after``."""
         ...
 
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None: ...

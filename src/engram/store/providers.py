@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 from engram.errors import MissingDependency
 from engram.store.protocol import Store
@@ -40,4 +40,7 @@ def provider_store_for(store: Store) -> ProviderStore:
         from engram.store.sqlite.providers import SQLiteProviderStore
 
         return SQLiteProviderStore(store)
+    found = getattr(store, "providers", None)  # a store that carries its own (PostgreSQL)
+    if found is not None:
+        return cast(ProviderStore, found)
     raise MissingDependency(f"LLM providers are not supported on {type(store).__name__}")

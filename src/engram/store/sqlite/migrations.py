@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engram.errors import StorageError
-from engram.store.sqlite import soul
+from engram.store.sqlite import fts, locks, soul
 
 
 @dataclass(frozen=True)
 class Migration:
     name: str
     statements: tuple[str, ...]
+    # a data step that needs Python (runs after the statements, in the same transaction)
+    run: Callable[[sqlite3.Connection], None] | None = None
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -101,7 +104,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "0004_accounts",
+        "0003_accounts",
         (
             """CREATE TABLE users (
                 id TEXT PRIMARY KEY,
@@ -137,7 +140,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "0005_audit",
+        "0004_audit",
         (
             """CREATE TABLE audit_log (
                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -165,14 +168,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "0008_keyword_context",
+        "0005_keyword_context",
         (
             # extra text indexed for keyword search only (e.g. neighbouring conversation turns)
             "ALTER TABLE memories ADD COLUMN keyword_context TEXT NOT NULL DEFAULT ''",
         ),
     ),
     Migration(
-        "0007_conversations",
+        "0006_conversations",
         (
             # extracted_* record how far extraction has read (see ExtractionState)
             """CREATE TABLE conversations (
@@ -240,6 +243,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX review_items_env_status ON review_items (environment_id, status)",
         ),
     ),
+    Migration(
+        "0010_fts_scoped",
+        fts.SCOPED_FTS_STATEMENTS,
+        fts.reindex_all,
+    ),
+    Migration(locks.MIGRATION_NAME, locks.MIGRATION_STATEMENTS),
 )
 
 
@@ -271,6 +280,8 @@ def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRAT
                 continue
             for statement in migration.statements:
                 conn.execute(statement)
+            if migration.run is not None:
+                migration.run(conn)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                 (migration.name, time.time()),

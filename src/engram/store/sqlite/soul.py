@@ -18,7 +18,7 @@ from engram.store.sqlite.rows import dt, ts
 if TYPE_CHECKING:
     from engram.store.sqlite.store import SQLiteStore
 
-MIGRATION_NAME = "0003_soul"
+MIGRATION_NAME = "0008_soul"
 MIGRATION_STATEMENTS: tuple[str, ...] = (
     # the current state of each block in each layer ('' = the global Soul)
     """CREATE TABLE soul_blocks (

@@ -12,13 +12,15 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from engram.errors import StorageError
+from engram.accounts import AuditEntry
+from engram.errors import Conflict, StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.protocol import (
     Change,
@@ -28,9 +30,9 @@ from engram.store.protocol import (
     RankFields,
     Vector,
 )
-from engram.store.sqlite import migrations
+from engram.store.sqlite import fts, locks, migrations
 from engram.store.sqlite.accounts import SQLiteAccountStore
-from engram.store.sqlite.audit import SQLiteAuditStore
+from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
     MEMORY_COLUMNS,
@@ -41,7 +43,6 @@ from engram.store.sqlite.rows import (
 )
 from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
-from engram.text import content_words
 
 _ORDERS = {
     "updated_at": "m.updated_at ASC",
@@ -63,6 +64,14 @@ _UPSERT = (
     )
     + " RETURNING seq"
 )
+
+
+@dataclass(eq=False)
+class _WriteJob:
+    changes: Sequence[Change]
+    audit: Sequence[AuditEntry]
+    done: bool = False
+    error: Exception | None = None
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -97,6 +106,8 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
         self._write_lock = threading.Lock()
+        self._queue: list[_WriteJob] = []
+        self._queue_lock = threading.Lock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -121,18 +132,35 @@ class SQLiteStore:
         return conn
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx_lock(self) -> Iterator[None]:
+        """Hold the single write lock (for a group of transactions)."""
         with self._write_lock:
-            if self._closed:
-                raise StorageError("the store is closed")
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+            yield
+
+    @contextmanager
+    def _tx_unlocked(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StorageError("the store is closed")
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.IntegrityError):
+                # a unique or reference rule broke: the caller's view of the data was stale
+                raise Conflict(f"the change clashes with stored data: {exc}") from exc
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the single writer connection."""
+        with self._write_lock, self._tx_unlocked() as conn:
+            yield conn
+
+    def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
+        return locks.run_exclusive(self, name)
 
     def close(self) -> None:
         with self._write_lock:
@@ -207,32 +235,74 @@ class SQLiteStore:
             conn.execute("DELETE FROM environments WHERE id = ?", (env_id,))
 
     # -- memories ----------------------------------------------------------------------------
-    def write(self, changes: Sequence[Change]) -> None:
+    def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
+        """Group commit: concurrent writers queue their changes; whoever gets the write lock
+        commits every queued write in one transaction, so throughput grows with the number of
+        writers. A failing write is retried alone, so it never takes the others down."""
         if not changes:
             return
-        with self.tx() as conn:
-            for change in changes:
-                m = change.memory
-                seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
-                conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (seq,))
+        job = _WriteJob(changes, audit)
+        with self._queue_lock:
+            self._queue.append(job)
+        with self.tx_lock():
+            if not job.done:
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._commit_batch(batch)
+        if job.error is not None:
+            raise job.error
+
+    def _commit_batch(self, batch: list[_WriteJob]) -> None:
+        try:
+            with self._tx_unlocked() as conn:
+                for job in batch:
+                    self._apply(conn, job)
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].error = exc
+            else:
+                for job in batch:  # isolate the failure: each write alone
+                    try:
+                        with self._tx_unlocked() as conn:
+                            self._apply(conn, job)
+                    except Exception as single:
+                        job.error = single
+        for job in batch:
+            job.done = True
+
+    def _apply(self, conn: sqlite3.Connection, job: _WriteJob) -> None:
+        insert_audit(conn, job.audit)
+        for change in job.changes:
+            m = change.memory
+            seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
+            new = change.version.version == 1  # nothing indexed or embedded yet
+            fts.index(conn, seq, m, replace=not new)
+            if not new:
+                # a changed memory (status, layer...) must reach the in-memory vector index
                 conn.execute(
-                    "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (seq, m.keyword_text())
+                    "UPDATE memory_vectors SET rev = (SELECT value + 1 FROM store_meta "
+                    "WHERE key = 'vector_rev') WHERE memory_seq = ?",
+                    (seq,),
                 )
-                v = change.version
                 conn.execute(
-                    "INSERT INTO memory_versions "
-                    "(memory_id, version, action, at, actor, reason, snapshot) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        v.memory_id,
-                        v.version,
-                        v.action.value,
-                        v.at.timestamp(),
-                        v.actor,
-                        v.reason,
-                        v.snapshot.model_dump_json(),
-                    ),
+                    "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' "
+                    "AND changes() > 0"
                 )
+            v = change.version
+            conn.execute(
+                "INSERT INTO memory_versions "
+                "(memory_id, version, action, at, actor, reason, snapshot) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    v.memory_id,
+                    v.version,
+                    v.action.value,
+                    v.at.timestamp(),
+                    v.actor,
+                    v.reason,
+                    v.snapshot.model_dump_json(),
+                ),
+            )
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
@@ -346,37 +416,43 @@ class SQLiteStore:
 
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        terms = list(dict.fromkeys(content_words(query)))
+        conn = self.reader()
+        terms = fts.query_terms(conn, query)
         if not terms:
             return []
-        # every term quoted: user text never reaches FTS5 as query syntax
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         cond, params = where(flt)
-        rows = (
-            self.reader()
-            .execute(
-                "SELECT m.id, -bm25(memories_fts) FROM memories_fts "
-                "JOIN memories m ON m.seq = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND {cond} ORDER BY bm25(memories_fts) LIMIT ?",
-                [match, *params, limit],
-            )
-            .fetchall()
-        )
+        rank = fts.rank_expression()
+        rows = conn.execute(
+            f"SELECT m.id, -{rank} FROM memories_fts "
+            "JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {rank} LIMIT ?",
+            [fts.match_expression(terms, flt), *params, limit],
+        ).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
         conn = self.reader()
-        want = limit
+        # environment, layer and status are filtered inside the in-memory index; anything else
+        # the filter asks for is checked in SQL on the candidates, widening until enough pass
+        rest = flt.model_copy(update={"environment_ids": [], "layers": [], "statuses": []})
+        needs_sql = rest != MemoryFilter(statuses=[])
+        want = limit if not needs_sql else limit * 4
         while True:
-            # the in-memory index filters by environment; the rest of the filter is checked
-            # in SQL on the candidates, widening the candidate set until enough pass
-            candidates = self._vectors.search(conn, model_id, vector, flt.environment_ids, want)
-            if not candidates:
-                return []
+            candidates = self._vectors.search(
+                conn,
+                model_id,
+                vector,
+                want,
+                env_ids=flt.environment_ids,
+                layers=flt.layers,
+                statuses=flt.statuses,
+            )
+            if not needs_sql:
+                return [Hit(i, s) for i, s in candidates]
             ids = [c[0] for c in candidates]
-            cond, params = where(flt.model_copy(update={"ids": ids}))
+            cond, params = where(rest.model_copy(update={"ids": ids}))
             passing = {
                 r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {cond}", params)
             }
@@ -390,21 +466,25 @@ class SQLiteStore:
     ) -> dict[str, float]:
         return self._vectors.scores_for(self.reader(), model_id, vector, memory_ids)
 
-    def pending_embeddings(self, model_id: str, *, limit: int) -> list[PendingEmbedding]:
+    def pending_embeddings(
+        self, model_id: str, *, limit: int, after: int = 0
+    ) -> list[PendingEmbedding]:
         cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
         rows = (
             self.reader()
             .execute(
-                f"SELECT {cols}, m.content_hash FROM memories m "
+                f"SELECT {cols}, m.content_hash, m.seq FROM memories m "
                 "LEFT JOIN memory_vectors v ON v.memory_seq = m.seq AND v.model_id = ? "
-                "WHERE m.status != 'deleted' "
+                "WHERE m.seq > ? AND m.status != 'deleted' "
                 "AND (v.memory_seq IS NULL OR v.content_hash != m.content_hash) "
                 "ORDER BY m.seq LIMIT ?",
-                (model_id, limit),
+                (model_id, after, limit),
             )
             .fetchall()
         )
-        return [PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-1]) for r in rows]
+        return [
+            PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
+        ]
 
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:

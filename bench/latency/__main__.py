@@ -1,0 +1,229 @@
+"""Latency, throughput and memory at scale, on synthetic memories in one environment.
+
+For each size (default 10k and 100k): ingest rate (acknowledged writes, one by one and in
+batches), the time until every memory is also searchable semantically (the background indexer),
+p50/p95 of hybrid search and of assemble_context (query embedding included), and peak RSS.
+A baseline is measured in the same run: a bare SQLite FTS5 table (insert one by one, BM25 top 10).
+
+    python -m bench.latency [--sizes 10000,100000] [--queries 200] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from engram import LOCAL, Engram, NewMemory, Settings
+from engram.embeddings import load_embedder
+from engram.store import open_store
+from engram.text import content_words
+
+TARGETS = {"assemble_p95_ms": 25.0, "ingest_per_s": 2000.0, "semantic_lag_s": 60.0}
+
+PEOPLE = "Alice Bob Carol Dave Erin Frank Grace Heidi Ivan Judy Mallory Niaj Olivia Peggy".split()  # noqa: SIM905
+VERBS = "prefers uses avoids deployed fixed reviewed wrote planned migrated tested".split()  # noqa: SIM905
+PLACES = "Berlin Lisbon Osaka Toronto Nairobi Lima Oslo Austin Seoul Dublin".split()  # noqa: SIM905
+
+
+def vocabulary(rng: random.Random, n: int = 4000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(4, 9))) for _ in range(n)]
+
+
+def sentence(rng: random.Random, vocab: list[str]) -> str:
+    words = " ".join(rng.choice(vocab) for _ in range(rng.randint(3, 10)))
+    return f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} the {words} service in {rng.choice(PLACES)}"
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def baseline(path: Path, texts: list[str], queries: list[str]) -> dict[str, float]:
+    """A bare FTS5 store: what a keyword-only SQLite memory gets at best."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize = 'porter unicode61')")
+    one = min(len(texts), 5000)
+    t = time.perf_counter()
+    for text in texts[:one]:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO t (text) VALUES (?)", (text,))
+        conn.execute("COMMIT")
+    rate = one / (time.perf_counter() - t)
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO t (text) VALUES (?)", [(x,) for x in texts[one:]])
+    conn.execute("COMMIT")
+    it = iter(queries * 100)
+
+    def search() -> None:
+        q = " OR ".join(f'"{w}"' for w in dict.fromkeys(content_words(next(it))))
+        conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", (q,)).fetchall()
+
+    lat = timed(search, len(queries))
+    conn.close()
+    return {"ingest_per_s": rate, "search_p50": pct(lat, 50), "search_p95": pct(lat, 95)}
+
+
+def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: Path) -> None:
+    rng = random.Random(size)
+    vocab = vocabulary(rng)
+    texts = [sentence(rng, vocab) for _ in range(size)]
+    queries = [
+        f"what does {rng.choice(PEOPLE)} think of the {rng.choice(vocab)} service"
+        for _ in range(n_queries)
+    ]
+    url = database_url or str(tmp / f"latency-{size}.db")
+    embedder = load_embedder("default", cache)
+    assert embedder is not None
+    embedder.embed_batch(["warm up"])  # load the model before timing
+    engram = Engram(open_store(url), embedder=embedder)
+    env = f"latency-{size}-{rng.randrange(10**6)}"
+    engram.environments.create(env, LOCAL)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+
+    def new(i: int) -> NewMemory:
+        return NewMemory(
+            content=texts[i],
+            importance=rng.random(),
+            created_at=start + timedelta(minutes=i),
+        )
+
+    one = min(size, 2000)
+    t = time.perf_counter()
+    for i in range(one):
+        engram.memories.add(new(i), LOCAL, env)
+    single_rate = one / (time.perf_counter() - t)
+    # the same, from 8 concurrent clients (a server with several agents): group commit
+    done = [one]
+    lock = threading.Lock()
+
+    def client() -> None:
+        while True:
+            with lock:
+                i = done[0]
+                if i >= min(size, 3 * one):
+                    return
+                done[0] += 1
+            engram.memories.add(new(i), LOCAL, env)
+
+    t = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    concurrent_rate = (done[0] - one) / (time.perf_counter() - t)
+    one = done[0]
+    t = time.perf_counter()
+    for b in range(one, size, 1000):
+        engram.memories.add_many([new(i) for i in range(b, min(size, b + 1000))], LOCAL, env)
+    batch_rate = (size - one) / max(time.perf_counter() - t, 1e-9)
+
+    # every memory searchable by meaning: the background indexer catches up
+    t = time.perf_counter()
+    engram.start_indexer()
+    assert engram.indexer is not None
+    engram.indexer.notify()
+    while engram.store.pending_embeddings(engram.indexer.model_id, limit=1):
+        time.sleep(0.05)
+    lag = time.perf_counter() - t
+    engram.indexer.stop()
+
+    it = iter(queries * 3)
+    engram.search.search(LOCAL, "warm up", environment=env)
+    search_lat = timed(lambda: engram.search.search(LOCAL, next(it), environment=env), n_queries)
+    assemble_lat = timed(
+        lambda: engram.context.assemble(LOCAL, next(it), environment=env, max_tokens=2000),
+        n_queries,
+    )
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    engram.close()
+    base = baseline(tmp / f"baseline-{size}.db", texts, queries)
+
+    backend = "PostgreSQL" if database_url else "SQLite"
+    print(f"\n== {size:,} memories in one environment ({backend})")
+    base_rate = base["ingest_per_s"]
+    rows = [
+        ("ingest, one by one (acknowledged/s)", f"{single_rate:,.0f}", f"{base_rate:,.0f}"),
+        ("ingest, one by one, 8 clients (/s)", f"{concurrent_rate:,.0f}", ""),
+        ("ingest, batches of 1000 (/s)", f"{batch_rate:,.0f}", ""),
+        ("all semantically searchable after (s)", f"{lag:.1f}", ""),
+        (
+            "hybrid search p50 / p95 (ms)",
+            f"{pct(search_lat, 50):.1f} / {pct(search_lat, 95):.1f}",
+            f"{base['search_p50']:.1f} / {base['search_p95']:.1f}",
+        ),
+        (
+            "assemble_context p50 / p95 (ms)",
+            f"{pct(assemble_lat, 50):.1f} / {pct(assemble_lat, 95):.1f}",
+            "",
+        ),
+        ("peak RSS of the process (MB)", f"{rss_mb:,.0f}", ""),
+    ]
+    print(f"{'':40} {'engram':>16} {'bare FTS5 baseline':>20}")
+    for name, ours, theirs in rows:
+        print(f"{name:40} {ours:>16} {theirs:>20}")
+    checks = {
+        "assemble_p95_ms": pct(assemble_lat, 95) <= TARGETS["assemble_p95_ms"],
+        "ingest_per_s": max(single_rate, concurrent_rate) >= TARGETS["ingest_per_s"],
+        "semantic_lag_s": lag <= TARGETS["semantic_lag_s"],
+    }
+    print("targets: " + ", ".join(f"{k} {'met' if ok else 'MISSED'}" for k, ok in checks.items()))
+    print(f"(search mean {statistics.mean(search_lat):.1f} ms over {n_queries} queries)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="postgresql://... (default: SQLite); 'pgserver' starts a throwaway PostgreSQL 16 + "
+        "pgvector from the pgserver package (dev extra) and runs SQLite and it side by side",
+    )
+    parser.add_argument("--model-cache", type=Path, default=None)
+    args = parser.parse_args()
+    cache = args.model_cache or Settings.load().model_cache
+    with tempfile.TemporaryDirectory() as tmp:
+        urls: list[str | None] = [args.database_url]
+        server = None
+        if args.database_url == "pgserver":
+            from pgserver.postgres_server import get_server
+
+            server = get_server(Path(tmp) / "pg", cleanup_mode="delete")
+            urls = [None, server.get_uri()]
+        try:
+            for size in (int(s) for s in args.sizes.split(",")):
+                for url in urls:
+                    run(size, args.queries, url, cache, Path(tmp))
+        finally:
+            if server is not None:
+                server._cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""/api/v1/extract and /api/v1/conversations: learning from conversations.
+
+Both paths are idempotent on re-delivery: messages are keyed by their ``external_id`` (or a hash
+of role, author, time and content), and what was extracted once is never extracted again.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.api.deps import ActorDep, EngramDep
+from engram.extraction.conversation import Conversation, NewMessage, SourceName
+from engram.service.extraction import MAX_MESSAGES, ConversationInput, ExtractionResult
+
+router = APIRouter(tags=["extraction"])
+
+ConversationPath = Annotated[
+    str,
+    Path(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        description="A 'cnv_…' id, or the caller's own id for the conversation",
+    ),
+]
+
+
+class ExtractIn(ConversationInput):
+    """A conversation (optional) and its messages, oldest first."""
+
+    messages: list[NewMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    dry_run: bool = Field(default=False, description="Only propose: store nothing")
+    environment: str | None = Field(default=None, description="Name or id; default: yours")
+
+
+class MessagesIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[NewMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    environment: str | None = Field(
+        default=None, description="Where a new conversation goes (default: yours)"
+    )
+    source: SourceName = "api"
+    title: str = Field(default="", max_length=500)
+
+
+class ReextractIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = False
+
+
+@router.post("/extract", summary="Store a conversation and the memories proposed from it")
+def extract(body: ExtractIn, engram: EngramDep, actor: ActorDep) -> ExtractionResult:
+    return engram.extraction.extract(body, actor, body.environment, body.dry_run)
+
+
+@router.get("/conversations/{conversation_id}", summary="A stored conversation")
+def get_conversation(
+    conversation_id: ConversationPath, engram: EngramDep, actor: ActorDep
+) -> Conversation:
+    return engram.extraction.get_conversation(conversation_id, actor)
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages",
+    summary="Append messages; extract every few assistant messages",
+)
+def add_messages(
+    conversation_id: ConversationPath, body: MessagesIn, engram: EngramDep, actor: ActorDep
+) -> ExtractionResult:
+    return engram.extraction.add_messages(
+        conversation_id,
+        body.messages,
+        actor,
+        body.environment,
+        source=body.source,
+        title=body.title,
+    )
+
+
+@router.post(
+    "/conversations/{conversation_id}/extract",
+    summary="Extract from a stored conversation's messages not read yet",
+)
+def extract_stored(
+    conversation_id: ConversationPath, body: ReextractIn, engram: EngramDep, actor: ActorDep
+) -> ExtractionResult:
+    return engram.extraction.extract(conversation_id, actor, dry_run=body.dry_run)

@@ -1,0 +1,197 @@
+"""/api/v1/soul: the versioned identity every session starts from.
+
+Two meanings of ``environment``, as in :class:`~engram.service.soul.SoulService`: the effective
+reads (the view, one block, render) show the Soul *as an environment sees it* (default: your
+default environment); everything else addresses one *layer*: omitted, your global Soul; given,
+that environment's overrides.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.api.deps import ActorDep, EngramDep
+from engram.service.soul import DEFAULT_SOUL_TOKENS
+from engram.soul.blocks import MAX_BLOCK_CHARS
+from engram.soul.model import (
+    EffectiveBlock,
+    OverrideMode,
+    RenderedSoul,
+    Section,
+    SoulBlock,
+    SoulBlockVersion,
+    SoulSnapshot,
+    SoulUpdate,
+    SoulView,
+)
+from engram.soul.presets import Preset
+
+router = APIRouter(tags=["soul"])
+
+Seen = Annotated[
+    str | None,
+    Query(description="The environment whose effective Soul to read (default: your default)"),
+]
+LayerRef = Annotated[
+    str | None,
+    Query(description="Omit for your global Soul; an environment name or id for its overrides"),
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BlockIn(_Body):
+    text: str | None = Field(default=None, max_length=MAX_BLOCK_CHARS)
+    mode: OverrideMode | None = Field(
+        default=None, description="In an environment: replace, extend (append) or inherit"
+    )
+    priority: int | None = Field(default=None, ge=0, le=100)
+    enabled: bool | None = None
+    section: Section | None = Field(default=None, description="Only to create a custom block")
+    reason: str = Field(default="", max_length=1000)
+
+
+class BlockRestoreIn(_Body):
+    version: int = Field(ge=1)
+    reason: str = Field(default="", max_length=1000)
+
+
+class SnapshotIn(_Body):
+    label: str = Field(default="", max_length=500)
+
+
+class SnapshotRestoreIn(_Body):
+    reason: str = Field(default="", max_length=1000)
+
+
+class SoulDiff(BaseModel):
+    diff: str = Field(description="A unified diff; empty when nothing differs")
+
+
+# static paths first, so they are never read as a block name or snapshot id
+@router.get("", summary="The effective Soul: global blocks with the environment's overrides")
+def view(engram: EngramDep, actor: ActorDep, environment: Seen = None) -> SoulView:
+    return engram.soul.view(actor, environment)
+
+
+@router.get("/render", summary="The Soul as XML within a token budget")
+def render(
+    engram: EngramDep,
+    actor: ActorDep,
+    environment: Seen = None,
+    max_tokens: Annotated[int, Query(ge=1, le=1_000_000)] = DEFAULT_SOUL_TOKENS,
+) -> RenderedSoul:
+    return engram.soul.render(actor, environment, max_tokens)
+
+
+@router.get("/layer", summary="The blocks stored in one layer (not inherited ones)")
+def layer(engram: EngramDep, actor: ActorDep, environment: LayerRef = None) -> list[SoulBlock]:
+    return engram.soul.layer(actor, environment)
+
+
+@router.get("/presets", summary="Ready-made personalities for the style blocks")
+def presets(engram: EngramDep, actor: ActorDep) -> list[Preset]:
+    return engram.soul.presets()
+
+
+@router.post("/presets/{preset}/apply", summary="Apply a preset (after an automatic snapshot)")
+def apply_preset(
+    preset: str, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+) -> SoulUpdate:
+    return engram.soul.apply_preset(actor, preset, environment)
+
+
+@router.get("/snapshots", summary="One layer's snapshots, oldest first")
+def snapshots(
+    engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+) -> list[SoulSnapshot]:
+    return engram.soul.snapshots(actor, environment)
+
+
+@router.post("/snapshots", status_code=status.HTTP_201_CREATED, summary="Snapshot one layer")
+def snapshot(
+    body: SnapshotIn, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+) -> SoulSnapshot:
+    return engram.soul.snapshot(actor, environment, body.label)
+
+
+@router.get("/snapshots/{snapshot_id}", summary="A snapshot and every block it recorded")
+def get_snapshot(snapshot_id: str, engram: EngramDep, actor: ActorDep) -> SoulSnapshot:
+    return engram.soul.get_snapshot(actor, snapshot_id)
+
+
+@router.get("/snapshots/{snapshot_id}/diff", summary="A snapshot against now (or another one)")
+def diff_snapshot(
+    snapshot_id: str,
+    engram: EngramDep,
+    actor: ActorDep,
+    other: Annotated[str | None, Query(description="Another snapshot's id")] = None,
+) -> SoulDiff:
+    return SoulDiff(diff=engram.soul.diff_snapshot(actor, snapshot_id, other))
+
+
+@router.post("/snapshots/{snapshot_id}/restore", summary="Return the layer to a snapshot")
+def restore_snapshot(
+    snapshot_id: str, body: SnapshotRestoreIn, engram: EngramDep, actor: ActorDep
+) -> SoulUpdate:
+    return engram.soul.restore_snapshot(actor, snapshot_id, body.reason)
+
+
+@router.get("/blocks/{name}", summary="One block as the environment sees it")
+def get_block(
+    name: str, engram: EngramDep, actor: ActorDep, environment: Seen = None
+) -> EffectiveBlock:
+    return engram.soul.get_block(actor, name, environment)
+
+
+@router.put("/blocks/{name}", summary="Change a block in one layer (a new version)")
+def set_block(
+    name: str, body: BlockIn, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+) -> SoulBlock:
+    return engram.soul.set_block(
+        actor,
+        name,
+        body.text,
+        environment=environment,
+        mode=body.mode,
+        priority=body.priority,
+        enabled=body.enabled,
+        section=body.section,
+        reason=body.reason,
+    )
+
+
+@router.get("/blocks/{name}/history", summary="Every version of a block in one layer")
+def history(
+    name: str, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+) -> list[SoulBlockVersion]:
+    return engram.soul.history(actor, name, environment)
+
+
+@router.get("/blocks/{name}/diff", summary="A block between two versions (default: the last two)")
+def diff(
+    name: str,
+    engram: EngramDep,
+    actor: ActorDep,
+    from_version: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
+    to_version: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
+    environment: LayerRef = None,
+) -> SoulDiff:
+    found = engram.soul.diff(actor, name, from_version, to_version, environment)
+    return SoulDiff(diff=found)
+
+
+@router.post("/blocks/{name}/restore", summary="Bring back a version (after a snapshot)")
+def restore_block(
+    name: str,
+    body: BlockRestoreIn,
+    engram: EngramDep,
+    actor: ActorDep,
+    environment: LayerRef = None,
+) -> SoulBlock:
+    return engram.soul.restore_block(actor, name, body.version, environment, body.reason)

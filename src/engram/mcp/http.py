@@ -1,0 +1,100 @@
+"""Streamable HTTP at ``/mcp`` inside the REST app: the same API keys as ``/api/v1``.
+
+A request without a valid key gets 401 with ``WWW-Authenticate`` pointing at the protected
+resource metadata (RFC 9728, served at ``/.well-known/oauth-protected-resource`` and
+``…/mcp``); a request whose ``Origin`` is not this server's gets 403 (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio.to_thread
+from fastapi import FastAPI
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
+from starlette.routing import Route
+
+from engram.actors import LOCAL_USER, Actor
+from engram.api.settings import ServerSettings, is_loopback
+from engram.errors import Unauthenticated
+from engram.mcp.binding import INTERFACE, Binding, token_for
+from engram.mcp.server import build_server
+from engram.service import Engram
+
+PATH = "/mcp"
+METADATA = "/.well-known/oauth-protected-resource"
+
+
+class KeyVerifier(TokenVerifier):
+    """Engram API keys as OAuth bearer tokens: unknown, malformed or revoked is None (401)."""
+
+    def __init__(self, engram: Engram) -> None:
+        self._engram = engram
+
+    def _check(self, token: str) -> AccessToken | None:
+        try:
+            return token_for(self._engram.accounts.authenticate(token, INTERFACE))
+        except Unauthenticated:
+            return None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return await anyio.to_thread.run_sync(self._check, token)
+
+
+def base_url(settings: ServerSettings) -> str:
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def transport_security(settings: ServerSettings) -> TransportSecuritySettings:
+    """Host and Origin allow-lists: loopback names on a loopback bind, else the bind address."""
+    hosts = ["127.0.0.1", "localhost", "[::1]"] if is_loopback(settings.host) else []
+    if not is_loopback(settings.host):
+        hosts.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[p for h in hosts for p in (h, f"{h}:*")],
+        allowed_origins=[
+            f"{s}://{h}{p}" for h in hosts for s in ("http", "https") for p in ("", ":*")
+        ],
+    )
+
+
+def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
+    """Serve MCP at ``/mcp`` (and the metadata routes) and run its session manager in the app's
+    lifespan. Without auth (loopback only), every request acts as the local owner."""
+    binding = Binding(engram, Actor(LOCAL_USER, INTERFACE))
+    if settings.auth:
+        base = base_url(settings)
+        auth = AuthSettings(
+            issuer_url=AnyHttpUrl(base),
+            resource_server_url=AnyHttpUrl(base + PATH),
+            validate_token_resource=False,  # the verifier checks the key itself
+        )
+        server = build_server(binding, token_verifier=KeyVerifier(engram), auth=auth)
+    else:
+        server = build_server(binding)
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=PATH, transport_security=transport_security(settings)
+    )
+    # routes, not a mount at "/": the REST app keeps its own 404 and 405 answers
+    for route in mcp_app.routes:
+        if isinstance(route, Route) and route.path.startswith(METADATA):
+            app.router.routes.append(Route(METADATA, route.endpoint, methods=route.methods))
+        path = getattr(route, "path", "")
+        app.router.routes.append(Route(path, mcp_app, include_in_schema=False))
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with server.session_manager.run():
+            ctx: AbstractAsyncContextManager[Any] = outer(a)
+            async with ctx as state:
+                yield state
+
+    app.router.lifespan_context = lifespan

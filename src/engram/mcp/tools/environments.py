@@ -1,0 +1,38 @@
+"""Environments: one isolated memory space per project."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from pydantic import BaseModel, Field
+
+from engram.mcp.binding import Binding
+from engram.mcp.tools._common import READ, WRITE, tool
+from engram.models import Environment
+
+
+class Environments(BaseModel):
+    environments: list[Environment]
+    session_default: str | None = Field(
+        description="The environment used when a call names none (null: 'default')."
+    )
+
+
+def register(server: MCPServer[Any], b: Binding) -> None:
+    @tool(server, "List environments", READ)
+    def list_environments() -> Environments:
+        """The environments (projects) you can use: your own, then those shared with you."""
+        return Environments(
+            environments=b.engram.environments.list(b.current_actor()),
+            session_default=b.environment,
+        )
+
+    @tool(server, "Create an environment", WRITE)
+    def create_environment(
+        name: Annotated[str, Field(description="Lowercase letters, digits, '_', '.', '-'.")],
+        description: str = "",
+    ) -> Environment:
+        """Create an isolated memory space for a new project; pass its name as `environment`
+        to other tools to use it."""
+        return b.engram.environments.create(name, b.current_actor(), description)

@@ -1,0 +1,31 @@
+"""Learning from a conversation without calling an LLM from the tool."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from pydantic import Field
+
+from engram.extraction import NewMessage
+from engram.mcp.binding import Binding
+from engram.mcp.tools._common import WRITE, Environment, tool
+from engram.service.extraction import ExtractionResult
+
+
+def register(server: MCPServer[Any], b: Binding) -> None:
+    @tool(server, "Extract memories from a conversation", WRITE)
+    def extract_memories(
+        messages: Annotated[
+            list[NewMessage],
+            Field(min_length=1, description="The turns, oldest first: {role, content}."),
+        ],
+        dry_run: Annotated[bool, Field(description="Propose only; store nothing.")] = False,
+        environment: Environment = None,
+    ) -> ExtractionResult:
+        """Propose facts, an episode and procedures from conversation turns and store them
+        through the same dedup and contradiction rules as remember. Use dry_run to see the
+        proposals first."""
+        return b.engram.extraction.extract(
+            list(messages), b.current_actor(), b.env(environment), dry_run
+        )

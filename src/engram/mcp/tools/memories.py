@@ -1,0 +1,129 @@
+"""Facts and any memory by id: remember, read, edit, delete, restore, history, recent."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from pydantic import BaseModel, Field
+
+from engram.lifecycle import WriteOutcome
+from engram.mcp.binding import Binding
+from engram.mcp.tools._common import DESTRUCTIVE, READ, UPDATE, WRITE, Environment, MemoryId, tool
+from engram.models import (
+    Layer,
+    Memory,
+    MemoryFilter,
+    MemoryPatch,
+    MemoryVersion,
+    NewMemory,
+    Page,
+    Source,
+)
+
+Importance = Annotated[
+    float, Field(ge=0, le=1, description="0.9+ critical, 0.5 normal, below 0.5 minor.")
+]
+
+
+class History(BaseModel):
+    memory_id: str
+    versions: list[MemoryVersion] = Field(description="Every version, oldest first.")
+
+
+def register(server: MCPServer[Any], b: Binding) -> None:
+    @tool(server, "Remember a fact", WRITE)
+    def remember(
+        content: Annotated[str, Field(description="One atomic, self-contained fact.")],
+        category: Annotated[
+            str, Field(description="preference, fact, decision, project, general, or your own.")
+        ] = "general",
+        tags: Annotated[list[str] | None, Field(description="Short lowercase labels.")] = None,
+        importance: Importance = 0.5,
+        confidence: Annotated[float, Field(ge=0, le=1)] = 0.8,
+        environment: Environment = None,
+    ) -> WriteOutcome:
+        """Store a durable fact about the user, the project or a decision, for future sessions.
+
+        Write one fact per call, in a full sentence that makes sense without this conversation.
+        Duplicates are merged into the existing fact (action 'merged'); a fact that changes an
+        older one supersedes it ('superseded'); an unclear conflict is stored and queued for
+        review ('queued'). Nothing is ever lost: every change can be restored."""
+        new = NewMemory(
+            content=content,
+            category=category,
+            tags=tags or [],
+            importance=importance,
+            confidence=confidence,
+            source=Source.AGENT,
+        )
+        return b.engram.lifecycle.remember(new, b.current_actor(), b.env(environment))
+
+    @tool(server, "Get a memory", READ)
+    def get_memory(memory_id: MemoryId) -> Memory:
+        """Read one memory (fact, episode or procedure) by id, whatever its status."""
+        return b.engram.memories.get(memory_id, b.current_actor())
+
+    @tool(server, "Update a memory", UPDATE)
+    def update_memory(
+        memory_id: MemoryId,
+        content: str | None = None,
+        category: str | None = None,
+        tags: list[str] | None = None,
+        importance: Annotated[float | None, Field(ge=0, le=1)] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+        pinned: bool | None = None,
+        reason: Annotated[str, Field(description="Why; kept in the history.")] = "",
+    ) -> Memory:
+        """Correct or refine a memory in place; only the fields given change. The previous
+        state stays in the history (memory_history) and can be restored."""
+        patch = MemoryPatch(
+            content=content,
+            category=category,
+            tags=tags,
+            importance=importance,
+            confidence=confidence,
+            pinned=pinned,
+        )
+        return b.engram.memories.update(memory_id, patch, b.current_actor(), reason)
+
+    @tool(server, "Delete a memory", DESTRUCTIVE)
+    def delete_memory(memory_id: MemoryId, reason: str = "") -> Memory:
+        """Soft-delete a memory that is wrong or unwanted: it leaves search and context but
+        restore_memory brings it back. Prefer update_memory or feedback for small corrections."""
+        actor = b.current_actor()
+        deleted = b.engram.memories.delete_many([memory_id], actor, reason)
+        return deleted[0] if deleted else b.engram.memories.get(memory_id, actor)
+
+    @tool(server, "Restore a memory", UPDATE)
+    def restore_memory(
+        memory_id: MemoryId,
+        version: Annotated[
+            int | None,
+            Field(ge=1, description="Bring back this version; omit to undelete/unmerge."),
+        ] = None,
+    ) -> Memory:
+        """Undo a delete, merge or supersede, or return a memory to an earlier version (see
+        memory_history); the restore is itself a new version."""
+        return b.engram.memories.restore(memory_id, b.current_actor(), version)
+
+    @tool(server, "Memory history", READ)
+    def memory_history(memory_id: MemoryId) -> History:
+        """Every version of a memory, oldest first: what changed, who changed it, and why."""
+        versions = b.engram.memories.history(memory_id, b.current_actor())
+        return History(memory_id=memory_id, versions=versions)
+
+    @tool(server, "List recent memories", READ)
+    def list_recent(
+        layer: Annotated[Layer | None, Field(description="fact, episode or procedure.")] = None,
+        category: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        environment: Environment = None,
+    ) -> Page:
+        """The most recently changed active memories, newest first (no query needed)."""
+        flt = MemoryFilter(
+            layers=[layer] if layer else [], categories=[category] if category else []
+        )
+        return b.engram.memories.list_memories(
+            b.current_actor(), flt, environment=b.env(environment), limit=limit
+        )

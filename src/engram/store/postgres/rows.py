@@ -1,0 +1,210 @@
+"""Mapping between value objects and PostgreSQL rows, and the WHERE clause of a MemoryFilter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from engram.models import (
+    Environment,
+    EpisodeDetails,
+    Layer,
+    Memory,
+    MemoryFilter,
+    ProcedureDetails,
+    Source,
+    Status,
+)
+from engram.text import content_hash
+
+# the columns written by an upsert, in the order of memory_params()
+WRITE_COLUMNS = (
+    "id",
+    "environment_id",
+    "layer",
+    "status",
+    "category",
+    "content",
+    "tags",
+    "importance",
+    "confidence",
+    "source",
+    "pinned",
+    "supersedes",
+    "superseded_by",
+    "merged_into",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "reinforcement_count",
+    "author",
+    "metadata",
+    "details",
+    "version",
+    "keyword_context",
+    "content_hash",
+    "keyword_text",
+)
+
+
+def memory_select(alias: str = "m") -> str:
+    """The columns memory_from_row() reads, in order (details as JSON text, parsed by the
+    model exactly as the SQLite store does)."""
+    cols = [f"{alias}.{c}" for c in WRITE_COLUMNS[:24]]
+    cols[21] = f"{alias}.details::text"
+    return ", ".join(cols)
+
+
+def memory_params(m: Memory) -> tuple[Any, ...]:
+    details: str | None = None
+    if m.episode is not None:
+        details = m.episode.model_dump_json()
+    elif m.procedure is not None:
+        details = m.procedure.model_dump_json()
+    return (
+        m.id,
+        m.environment_id,
+        m.layer.value,
+        m.status.value,
+        m.category,
+        m.content,
+        Jsonb(m.tags),
+        m.importance,
+        m.confidence,
+        m.source.value,
+        m.pinned,
+        m.supersedes,
+        m.superseded_by,
+        m.merged_into,
+        m.created_at,
+        m.updated_at,
+        m.last_accessed_at,
+        m.access_count,
+        m.reinforcement_count,
+        m.author,
+        Jsonb(m.metadata),
+        details,
+        m.version,
+        m.keyword_context,
+        content_hash(m.search_text()),
+        m.keyword_text(),
+    )
+
+
+def memory_from_row(row: Sequence[Any]) -> Memory:
+    """Rebuild a Memory from the columns of memory_select(), in that order."""
+    (
+        id_,
+        env,
+        layer,
+        status,
+        category,
+        content,
+        tags,
+        importance,
+        confidence,
+        source,
+        pinned,
+        supersedes,
+        superseded_by,
+        merged_into,
+        created,
+        updated,
+        accessed,
+        access_count,
+        reinforcement_count,
+        author,
+        metadata,
+        details,
+        version,
+        keyword_context,
+    ) = tuple(row)[:24]
+    episode = procedure = None
+    if details is not None:
+        if layer == "episode":
+            episode = EpisodeDetails.model_validate_json(details)
+        elif layer == "procedure":
+            procedure = ProcedureDetails.model_validate_json(details)
+    # rows are written only by this store from validated models: skip re-validation
+    return Memory.model_construct(
+        id=id_,
+        environment_id=env,
+        layer=Layer(layer),
+        content=content,
+        category=category,
+        tags=list(tags),
+        importance=importance,
+        confidence=confidence,
+        source=Source(source),
+        status=Status(status),
+        pinned=bool(pinned),
+        supersedes=supersedes,
+        superseded_by=superseded_by,
+        merged_into=merged_into,
+        created_at=created,
+        updated_at=updated,
+        last_accessed_at=accessed,
+        access_count=access_count,
+        reinforcement_count=reinforcement_count,
+        author=author,
+        metadata=dict(metadata),
+        episode=episode,
+        procedure=procedure,
+        keyword_context=keyword_context,
+        version=version,
+    )
+
+
+ENVIRONMENT_COLUMNS = "id, name, owner, description, created_at, metadata"
+
+
+def environment_from_row(row: Sequence[Any]) -> Environment:
+    id_, name, owner, description, created, metadata = row
+    return Environment(
+        id=id_,
+        name=name,
+        owner=owner,
+        description=description,
+        created_at=created,
+        metadata=dict(metadata),
+    )
+
+
+def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
+    """SQL conditions (joined with AND, never empty) and their parameters."""
+    conds: list[str] = []
+    params: list[Any] = []
+
+    def any_of(column: str, values: list[Any]) -> None:
+        if values:
+            conds.append(f"{alias}.{column} = ANY(%s)")
+            params.append(values)
+
+    any_of("environment_id", flt.environment_ids)
+    any_of("layer", [v.value for v in flt.layers])
+    any_of("category", flt.categories)
+    any_of("status", [v.value for v in flt.statuses])
+    any_of("id", flt.ids)
+    if flt.tags:
+        # jsonb containment: every listed tag is in the array (GIN jsonb_path_ops index)
+        conds.append(f"{alias}.tags @> %s")
+        params.append(Jsonb(list(flt.tags)))
+    for column, op, value in (
+        ("created_at", ">=", flt.created_after),
+        ("created_at", "<", flt.created_before),
+        ("updated_at", ">=", flt.updated_after),
+        ("updated_at", "<", flt.updated_before),
+    ):
+        if value is not None:
+            conds.append(f"{alias}.{column} {op} %s")
+            params.append(value)
+    if flt.min_importance is not None:
+        conds.append(f"{alias}.importance >= %s")
+        params.append(flt.min_importance)
+    if flt.max_importance is not None:
+        conds.append(f"{alias}.importance <= %s")
+        params.append(flt.max_importance)
+    return (" AND ".join(conds) or "true"), params

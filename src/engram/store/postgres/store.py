@@ -1,0 +1,380 @@
+"""The PostgreSQL + pgvector store: many stateless server processes over one database.
+
+Writes are transactions on pooled connections (PostgreSQL handles concurrent writers); reads
+run in autocommit. Keyword search uses an english ``tsvector`` generated from each memory's
+keyword text and ranked with ``ts_rank_cd``; vector search uses pgvector HNSW indexes (see
+:mod:`engram.store.postgres.vectors`). Sub-stores are found by :mod:`.substores`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from psycopg import sql
+
+from engram.accounts import AuditEntry
+from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.store.postgres import substores, vectors
+from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.migrations import applied
+from engram.store.postgres.rows import (
+    ENVIRONMENT_COLUMNS,
+    WRITE_COLUMNS,
+    environment_from_row,
+    memory_from_row,
+    memory_params,
+    memory_select,
+    where,
+)
+from engram.store.protocol import (
+    Change,
+    EmbeddingUpdate,
+    Hit,
+    PendingEmbedding,
+    RankFields,
+    Vector,
+)
+from engram.text import content_words
+
+_ORDERS = {
+    "updated_at": "m.updated_at ASC",
+    "-updated_at": "m.updated_at DESC",
+    "created_at": "m.created_at ASC",
+    "-created_at": "m.created_at DESC",
+    "importance": "m.importance ASC",
+    "-importance": "m.importance DESC",
+    "-access_count": "m.access_count DESC",
+}
+
+_UPSERT = (
+    f"INSERT INTO memories ({', '.join(WRITE_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(WRITE_COLUMNS))}) ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id")
+)
+
+# each term becomes an english tsquery (stemmed; stopwords drop out) and the terms are ORed,
+# as the SQLite store ORs its FTS5 terms; user text is a parameter, never tsquery syntax
+_TSQUERY = (
+    "SELECT string_agg(q::text, ' | ') FROM "
+    "(SELECT plainto_tsquery('english', t) AS q FROM unnest(%s::text[]) AS t) s "
+    "WHERE numnode(q) > 0"
+)
+
+_VECTOR_UPSERT = (
+    "INSERT INTO memory_vectors "
+    "(memory_id, model_id, environment_id, content_hash, dim, embedding) "
+    "SELECT id, %s, environment_id, %s, %s, %s::vector FROM memories WHERE id = %s "
+    "ON CONFLICT (memory_id, model_id) DO UPDATE SET environment_id = excluded.environment_id, "
+    "content_hash = excluded.content_hash, dim = excluded.dim, embedding = excluded.embedding"
+)
+
+
+class PostgresStore:
+    """Implements :class:`engram.store.protocol.Store` on PostgreSQL with pgvector."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self.db = PostgresDatabase(url, min_size=min_size, max_size=max_size)
+        self.accounts: Any = substores.build("accounts", self.db)
+        self.audit: Any = substores.build("audit", self.db)
+        self.soul: Any = substores.build("soul", self.db)
+        self.reviews: Any = substores.build("reviews", self.db)
+        self.conversations: Any = substores.build("conversations", self.db)
+        self.providers: Any = substores.build("providers", self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
+        # a session advisory lock: released by PostgreSQL if this process dies holding it
+        return self.db.advisory_lock(f"run:{name}", wait=False)
+
+    def applied_migrations(self) -> list[str]:
+        with self.db.reader() as conn:
+            return applied(conn)
+
+    # -- environments ------------------------------------------------------------------------
+    def create_environment(self, env: Environment) -> None:
+        from psycopg.types.json import Jsonb
+
+        with self.db.tx() as conn:
+            conn.execute(
+                f"INSERT INTO environments ({ENVIRONMENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+                (env.id, env.name, env.owner, env.description, env.created_at, Jsonb(env.metadata)),
+            )
+
+    def get_environment(self, env_id: str) -> Environment | None:
+        return self._one_environment("id = %s", (env_id,))
+
+    def find_environment(self, owner: str, name: str) -> Environment | None:
+        return self._one_environment("owner = %s AND name = %s", (owner, name))
+
+    def _one_environment(self, cond: str, params: tuple[str, ...]) -> Environment | None:
+        with self.db.reader() as conn:
+            row = conn.execute(
+                f"SELECT {ENVIRONMENT_COLUMNS} FROM environments WHERE {cond}", params
+            ).fetchone()
+        return environment_from_row(row) if row else None
+
+    def list_environments(self, owner: str | None = None) -> list[Environment]:
+        query = f"SELECT {ENVIRONMENT_COLUMNS} FROM environments"
+        params: tuple[str, ...] = ()
+        if owner is not None:
+            query += " WHERE owner = %s"
+            params = (owner,)
+        with self.db.reader() as conn:
+            rows = conn.execute(query + " ORDER BY created_at, name", params).fetchall()
+        return [environment_from_row(r) for r in rows]
+
+    def delete_environment(self, env_id: str) -> None:
+        with self.db.tx() as conn:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM memories WHERE environment_id = %s", (env_id,)
+                )
+            ]
+            _purge_in(conn, ids)
+            conn.execute("DELETE FROM environments WHERE id = %s", (env_id,))
+
+    # -- memories ----------------------------------------------------------------------------
+    def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
+        if not changes:
+            return
+        with self.db.tx() as conn, conn.cursor() as cur:
+            if audit:
+                self.audit.append_in(cur, audit)
+            cur.executemany(_UPSERT, [memory_params(c.memory) for c in changes])
+            cur.executemany(
+                "INSERT INTO memory_versions "
+                "(memory_id, version, action, at, actor, reason, snapshot) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb)",
+                [
+                    (
+                        v.memory_id,
+                        v.version,
+                        v.action.value,
+                        v.at,
+                        v.actor,
+                        v.reason,
+                        v.snapshot.model_dump_json(),
+                    )
+                    for v in (c.version for c in changes)
+                ],
+            )
+
+    def get(self, memory_ids: Sequence[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        ids = list(dict.fromkeys(memory_ids))
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                f"SELECT {memory_select()} FROM memories m WHERE m.id = ANY(%s)", (ids,)
+            ).fetchall()
+        found = {r[0]: memory_from_row(r) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def rank_fields(self, memory_ids: Sequence[str]) -> list[RankFields]:
+        if not memory_ids:
+            return []
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                "SELECT id, layer, importance, confidence, updated_at, access_count "
+                "FROM memories WHERE id = ANY(%s)",
+                (list(dict.fromkeys(memory_ids)),),
+            ).fetchall()
+        return [RankFields(r[0], Layer(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+
+    def list_memories(
+        self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
+    ) -> list[Memory]:
+        cond, params = where(flt)
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                f"SELECT {memory_select()} FROM memories m WHERE {cond} "
+                f"ORDER BY {_ORDERS[order]}, m.seq DESC LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            ).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def count(self, flt: MemoryFilter) -> int:
+        cond, params = where(flt)
+        with self.db.reader() as conn:
+            row = conn.execute(f"SELECT count(*) FROM memories m WHERE {cond}", params).fetchone()
+        return int(row[0]) if row else 0
+
+    def versions(self, memory_id: str) -> list[MemoryVersion]:
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                "SELECT memory_id, version, action, at, actor, reason, snapshot::text "
+                "FROM memory_versions WHERE memory_id = %s ORDER BY version",
+                (memory_id,),
+            ).fetchall()
+        return [
+            MemoryVersion(
+                memory_id=r[0],
+                version=r[1],
+                action=r[2],
+                at=r[3],
+                actor=r[4],
+                reason=r[5],
+                snapshot=Memory.model_validate_json(r[6]),
+            )
+            for r in rows
+        ]
+
+    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        if not memory_ids:
+            return
+        with self.db.tx() as conn:
+            # one bump per mention, rows locked in id order (no deadlock between readers)
+            conn.execute(
+                "UPDATE memories m SET access_count = m.access_count + c.n, "
+                "last_accessed_at = %s FROM ("
+                "SELECT id, count(*) AS n FROM unnest(%s::text[]) AS id GROUP BY id ORDER BY id"
+                ") c WHERE m.id = c.id",
+                (at, list(memory_ids)),
+            )
+
+    def purge(self, memory_ids: Sequence[str]) -> int:
+        with self.db.tx() as conn:
+            return _purge_in(conn, list(memory_ids))
+
+    # -- search ------------------------------------------------------------------------------
+    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
+        terms = list(dict.fromkeys(content_words(query)))
+        if not terms:
+            return []
+        cond, params = where(flt)
+        with self.db.reader() as conn:
+            row = conn.execute(_TSQUERY, (terms,)).fetchone()
+            if row is None or row[0] is None:
+                return []
+            rows = conn.execute(
+                "SELECT m.id, ts_rank_cd(m.tsv, k.q) FROM memories m, (SELECT %s::tsquery AS q) k "
+                f"WHERE m.tsv @@ k.q AND {cond} ORDER BY 2 DESC, m.seq DESC LIMIT %s",
+                [row[0], *params, limit],
+            ).fetchall()
+        return [Hit(r[0], float(r[1])) for r in rows]
+
+    def vector_search(
+        self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
+    ) -> list[Hit]:
+        dim = int(vector.shape[0])
+        literal = vectors.vector_literal(vector)
+        cond, params = where(flt)
+        with self.db.reader() as conn, conn.transaction():
+            # the HNSW scan yields up to ef_search candidates before the filter applies
+            conn.execute(
+                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                    sql.Literal(min(1000, max(40, 2 * limit)))
+                )
+            )
+            hits = self._nearest(conn, model_id, dim, literal, cond, params, limit, exact=False)
+            if len(hits) < limit:
+                # the filter left too few approximate candidates: scan what passes it, exactly
+                hits = self._nearest(conn, model_id, dim, literal, cond, params, limit, exact=True)
+        return hits
+
+    @staticmethod
+    def _nearest(
+        conn: Connection,
+        model_id: str,
+        dim: int,
+        literal: str,
+        cond: str,
+        params: list[Any],
+        limit: int,
+        *,
+        exact: bool,
+    ) -> list[Hit]:
+        model_cond, dist = vectors.distance(model_id, dim, exact=exact)
+        query = sql.SQL(
+            "SELECT m.id, 1 - {dist} FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+            "WHERE {model_cond} AND " + cond + " ORDER BY {dist}, m.seq LIMIT %s"
+        ).format(dist=dist, model_cond=model_cond)
+        rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
+        return [Hit(r[0], float(r[1])) for r in rows]
+
+    def vector_scores(
+        self, vector: Vector, model_id: str, memory_ids: Sequence[str]
+    ) -> dict[str, float]:
+        if not memory_ids:
+            return {}
+        dim = int(vector.shape[0])
+        model_cond, dist = vectors.distance(model_id, dim, exact=True)
+        query = sql.SQL(
+            "SELECT v.memory_id, 1 - {dist} FROM memory_vectors v "
+            "WHERE {model_cond} AND v.memory_id = ANY(%s)"
+        ).format(dist=dist, model_cond=model_cond)
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                query, (vectors.vector_literal(vector), list(memory_ids))
+            ).fetchall()
+        return {r[0]: float(r[1]) for r in rows}
+
+    def pending_embeddings(
+        self, model_id: str, *, limit: int, after: int = 0
+    ) -> list[PendingEmbedding]:
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                f"SELECT {memory_select()}, m.content_hash, m.seq FROM memories m "
+                "LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.model_id = %s "
+                "WHERE m.seq > %s AND m.status != 'deleted' "
+                "AND (v.memory_id IS NULL OR v.content_hash != m.content_hash) "
+                "ORDER BY m.seq LIMIT %s",
+                (model_id, after, limit),
+            ).fetchall()
+        return [
+            PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
+        ]
+
+    def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
+        if not updates:
+            return
+        with self.db.tx() as conn:
+            for dim in sorted({int(u.vector.shape[0]) for u in updates}):
+                vectors.ensure_index(conn, model_id, dim)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    _VECTOR_UPSERT,
+                    [
+                        (
+                            model_id,
+                            u.content_hash,
+                            int(u.vector.shape[0]),
+                            vectors.vector_literal(u.vector),
+                            u.memory_id,
+                        )
+                        # rows locked in one order everywhere: concurrent upserters (indexers,
+                        # maintenance runs) queue instead of deadlocking
+                        for u in sorted(updates, key=lambda u: u.memory_id)
+                    ],
+                )
+
+    def prune_embeddings(self, keep_model_id: str) -> int:
+        with self.db.tx() as conn:
+            removed = conn.execute(
+                "DELETE FROM memory_vectors WHERE model_id != %s", (keep_model_id,)
+            ).rowcount
+            vectors.drop_indexes_except(conn, keep_model_id)
+        return int(removed)
+
+    def embedding_stats(self) -> dict[str, int]:
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                "SELECT model_id, count(*) FROM memory_vectors GROUP BY model_id"
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+
+def _purge_in(conn: Connection, ids: list[str]) -> int:
+    """Delete memories, their versions and vectors for good (the index lives in the row)."""
+    if not ids:
+        return 0
+    conn.execute("DELETE FROM memory_vectors WHERE memory_id = ANY(%s)", (ids,))
+    conn.execute("DELETE FROM memory_versions WHERE memory_id = ANY(%s)", (ids,))
+    return int(conn.execute("DELETE FROM memories WHERE id = ANY(%s)", (ids,)).rowcount)

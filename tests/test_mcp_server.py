@@ -1,0 +1,148 @@
+"""The MCP server in memory, through the SDK's own client, in both protocol eras: every tool,
+resource and prompt, errors as isError results, and environment isolation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import TextContent, TextResourceContents
+
+from engram import LOCAL, Engram
+from engram.accounts import Scope
+from engram.actors import Actor
+from engram.embeddings.static import StaticEmbedder
+from engram.mcp import Binding, build_server
+from engram.store.sqlite import SQLiteStore
+from tests.conftest import FakeClock
+from tests.mcp_scenario import exercise, text_of
+
+MODES = ["auto", "legacy"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# the MCP edge is the same over every store: these tests use SQLite only
+@pytest.fixture
+def engram(tmp_path: Path, clock: FakeClock) -> Iterator[Engram]:
+    with Engram(SQLiteStore(tmp_path / "mcp.db"), clock=clock) as e:
+        yield e
+
+
+@pytest.fixture
+def semantic_engram(
+    tmp_path: Path, clock: FakeClock, default_embedder: StaticEmbedder
+) -> Iterator[Engram]:
+    with Engram(SQLiteStore(tmp_path / "mcp.db"), clock=clock, embedder=default_embedder) as e:
+        yield e
+
+
+def client(engram: Engram, mode: str, actor: Actor = LOCAL, env: str | None = None) -> Client:
+    return Client(build_server(Binding(engram, actor, env)), mode=mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_tool_in_both_eras(semantic_engram: Engram, mode: str) -> None:
+    async with client(semantic_engram, mode) as c:
+        assert c.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
+        await exercise(c)
+
+
+@pytest.mark.anyio
+async def test_domain_errors_are_actionable_tool_errors(engram: Engram) -> None:
+    async with client(engram, "auto") as c:
+        missing = await c.call_tool("get_memory", {"memory_id": "mem_nope"})
+        invalid = await c.call_tool("remember", {"content": "   "})
+        bad_env = await c.call_tool("recall", {"query": "x", "environment": "nowhere"})
+        bad_kind = await c.call_tool("feedback", {"memory_id": "mem_x", "kind": "meh"})
+        dup = [await c.call_tool("create_environment", {"name": "dup"}) for _ in range(2)][1]
+        restore = await c.call_tool("soul_restore", {})
+    for result, words in (
+        (missing, "not_found: memory 'mem_nope' does not exist"),
+        (invalid, "invalid_input: content: content must not be empty"),
+        (bad_env, "not_found: environment 'nowhere' does not exist"),
+        (bad_kind, "kind"),
+        (dup, "conflict: environment 'dup' already exists"),
+        (restore, "give snapshot_id, or block and version"),
+    ):
+        assert result.is_error and result.structured_content is None
+        assert words in text_of(result)
+
+
+@pytest.mark.anyio
+async def test_read_only_key_cannot_write(engram: Engram) -> None:
+    engram.environments.ensure_default(LOCAL)
+    reader = Actor("local", "mcp", None, frozenset({Scope.READ}))
+    async with client(engram, "auto", reader) as c:
+        assert not (await c.call_tool("recall", {"query": "x"})).is_error
+        denied = await c.call_tool("remember", {"content": "Should not be stored"})
+    assert denied.is_error and "permission_denied" in text_of(denied)
+
+
+@pytest.mark.anyio
+async def test_environments_are_isolated(engram: Engram) -> None:
+    for name in ("alpha", "beta"):
+        engram.environments.create(name, LOCAL)
+    bob = engram.accounts.create_user("bob", LOCAL)
+    async with client(engram, "auto", env="alpha") as alpha:
+        stored = await alpha.call_tool("remember", {"content": "Alpha uses Postgres 16"})
+        assert not stored.is_error
+        assert await _hits(alpha, "postgres") == 1
+    async with client(engram, "auto", env="beta") as beta:
+        assert await _hits(beta, "postgres") == 0
+        assert await _hits(beta, "postgres", environment="alpha") == 1
+    async with client(engram, "legacy", Actor(bob.id, "mcp")) as other:
+        hidden = await other.call_tool("recall", {"query": "postgres", "environment": "alpha"})
+        assert hidden.is_error and "not_found" in text_of(hidden)
+        assert await _hits(other, "postgres") == 0
+
+
+async def _hits(c: Client, query: str, **args: Any) -> int:
+    result = await c.call_tool("recall", {"query": query, **args})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    return len(result.structured_content["items"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_resources_and_prompts(engram: Engram, mode: str) -> None:
+    engram.soul.set_block(LOCAL, "identity", "You are Ada.")
+    async with client(engram, mode) as c:
+        for text in ("Prefers dark mode", "Lives in Lyon"):
+            await c.call_tool("remember", {"content": text, "category": "preference"})
+        await c.call_tool("create_episode", {"summary": "Set up the editor theme"})
+        await c.call_tool(
+            "create_procedure", {"name": "deploy", "description": "Ship", "steps": ["push"]}
+        )
+        soul = await _read(c, "engram://soul")
+        prefs = json.loads(await _read(c, "engram://memories/preference"))
+        episodes = json.loads(await _read(c, "engram://episodes/recent"))
+        procedures = json.loads(await _read(c, "engram://procedures"))
+        envs = json.loads(await _read(c, "engram://environments"))
+        assert json.loads(await _read(c, "engram://memories/nothing-here")) == []
+        brief = await c.get_prompt("session_brief", {"task": "theme"})
+        about = await c.get_prompt("recall_about", {"topic": "dark mode"})
+    assert "You are Ada." in soul
+    assert {m["content"] for m in prefs} == {"Prefers dark mode", "Lives in Lyon"}
+    assert episodes[0]["content"] == "Set up the editor theme"
+    assert procedures[0]["procedure"]["name"] == "deploy"
+    assert [e["name"] for e in envs] == ["default"]
+    for prompt, words in ((brief, "You are Ada."), (about, "Prefers dark mode")):
+        content = prompt.messages[0].content
+        assert isinstance(content, TextContent) and words in content.text
+
+
+async def _read(c: Client, uri: str) -> str:
+    result = await c.read_resource(uri)
+    block = result.contents[0]
+    assert isinstance(block, TextResourceContents)
+    return block.text

@@ -1,0 +1,231 @@
+"""The storage protocol itself, on every backend (the ``store`` fixture runs SQLite and
+PostgreSQL): writes with their versions, filters, keyword and vector search, embeddings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from engram.models import (
+    Action,
+    Environment,
+    Layer,
+    Memory,
+    MemoryFilter,
+    MemoryVersion,
+    ProcedureDetails,
+    Status,
+)
+from engram.store import Change, EmbeddingUpdate, Store
+from engram.text import content_hash
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def _env(store: Store, env_id: str = "env_a") -> Environment:
+    env = Environment(id=env_id, name=env_id, owner="usr_1", created_at=T0, metadata={"k": 1})
+    store.create_environment(env)
+    return env
+
+
+def _memory(mid: str, content: str, env: str = "env_a", **fields: object) -> Memory:
+    return Memory.model_validate(
+        {
+            "id": mid,
+            "environment_id": env,
+            "layer": "fact",
+            "content": content,
+            "created_at": T0,
+            "updated_at": T0,
+            **fields,
+        }
+    )
+
+
+def _change(m: Memory, action: Action = Action.CREATE) -> Change:
+    return Change(
+        m,
+        MemoryVersion(
+            memory_id=m.id,
+            version=m.version,
+            action=action,
+            at=m.updated_at,
+            actor="usr_1",
+            snapshot=m,
+        ),
+    )
+
+
+def _unit(values: list[float]) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_environments_round_trip(store: Store) -> None:
+    env = _env(store)
+    _env(store, "env_b")
+    assert store.get_environment("env_a") == env
+    assert store.find_environment("usr_1", "env_b") is not None
+    assert store.find_environment("usr_2", "env_b") is None
+    assert [e.id for e in store.list_environments("usr_1")] == ["env_a", "env_b"]
+    assert store.list_environments("nobody") == []
+    store.write([_change(_memory("m1", "kept apart"))])
+    store.delete_environment("env_a")
+    assert store.get_environment("env_a") is None
+    assert store.get(["m1"]) == [] and store.versions("m1") == []
+
+
+def test_write_upserts_and_appends_versions(store: Store) -> None:
+    _env(store)
+    proc = ProcedureDetails(name="release", trigger="on tag", steps=["bump", "tag"])
+    m1 = _memory("m1", "Deploys go through staging", tags=["ops", "ci"], metadata={"a": [1]})
+    m2 = _memory("m2", "Cut a release", layer="procedure", procedure=proc, pinned=True)
+    store.write([_change(m1), _change(m2)])
+    m1b = m1.model_copy(
+        update={
+            "content": "Deploys go through canary",
+            "version": 2,
+            "updated_at": T0 + timedelta(seconds=5),
+        }
+    )
+    store.write([_change(m1b, Action.UPDATE)])
+    assert store.get(["m2", "missing", "m1"]) == [m2, m1b]
+    assert [(v.version, v.action, v.snapshot.content) for v in store.versions("m1")] == [
+        (1, Action.CREATE, "Deploys go through staging"),
+        (2, Action.UPDATE, "Deploys go through canary"),
+    ]
+    assert store.versions("m2")[0].snapshot == m2
+
+
+def test_a_failed_write_leaves_nothing(store: Store) -> None:
+    _env(store)
+    store.write([_change(_memory("m1", "first"))])
+    with pytest.raises(Exception):  # noqa: B017 - each backend raises its own integrity error
+        # version 1 of m1 exists already: the whole batch must roll back
+        store.write([_change(_memory("m2", "second")), _change(_memory("m1", "again"))])
+    assert [m.content for m in store.get(["m1", "m2"])] == ["first"]
+
+
+def test_filters_orders_and_counts(store: Store) -> None:
+    _env(store)
+    _env(store, "env_b")
+    rows = [
+        _memory("m1", "one", tags=["a", "b"], importance=0.9, category="preference"),
+        _memory(
+            "m2",
+            "two",
+            tags=["a"],
+            importance=0.2,
+            created_at=T0 + timedelta(days=1),
+            updated_at=T0 + timedelta(days=1),
+        ),
+        _memory("m3", "three", status="deleted"),
+        _memory("m4", "four", env="env_b", layer="episode"),
+    ]
+    store.write([_change(m) for m in rows])
+
+    def ids(flt: MemoryFilter, order: str = "-updated_at", offset: int = 0) -> list[str]:
+        return [m.id for m in store.list_memories(flt, limit=10, order=order, offset=offset)]
+
+    assert ids(MemoryFilter(), order="-updated_at") == ["m2", "m4", "m1"]
+    assert ids(MemoryFilter(environment_ids=["env_a"]), order="-importance") == ["m1", "m2"]
+    assert ids(MemoryFilter(tags=["a", "b"])) == ["m1"]
+    assert ids(MemoryFilter(tags=["a"]), order="created_at") == ["m1", "m2"]
+    assert ids(MemoryFilter(statuses=[Status.DELETED])) == ["m3"]
+    assert ids(MemoryFilter(layers=[Layer.EPISODE])) == ["m4"]
+    assert ids(MemoryFilter(categories=["preference"])) == ["m1"]
+    assert ids(MemoryFilter(created_after=T0 + timedelta(hours=1))) == ["m2"]
+    assert ids(MemoryFilter(min_importance=0.6, max_importance=1.0)) == ["m1"]
+    assert ids(MemoryFilter(ids=["m1", "m4"]), order="-updated_at") == ["m4", "m1"]
+    assert ids(MemoryFilter(), order="-updated_at", offset=1) == ["m4", "m1"]
+    assert store.count(MemoryFilter()) == 3
+    assert store.count(MemoryFilter(environment_ids=["env_b"])) == 1
+
+
+def test_record_access_rank_fields_and_purge(store: Store) -> None:
+    _env(store)
+    store.write([_change(_memory("m1", "one")), _change(_memory("m2", "two"))])
+    at = T0 + timedelta(hours=2)
+    store.record_access(["m1", "m1", "m2"], at)
+    got = {m.id: m for m in store.get(["m1", "m2"])}
+    assert (got["m1"].access_count, got["m2"].access_count) == (2, 1)
+    assert got["m1"].last_accessed_at == at
+    assert len(store.versions("m1")) == 1  # an access is not a version
+    fields = {f.memory_id: f for f in store.rank_fields(["m2", "m1", "nope"])}
+    assert fields["m1"].access_count == 2 and fields["m2"].updated_at == T0
+    store.put_embeddings("model", [EmbeddingUpdate("m1", "h", _unit([1, 0, 0]))])
+    assert store.purge(["m1", "nope"]) == 1
+    assert store.get(["m1"]) == [] and store.versions("m1") == []
+    assert store.embedding_stats() == {}
+    assert store.keyword_search("one", MemoryFilter(), limit=5) == []
+
+
+def test_keyword_search_ors_terms_ranks_and_filters(store: Store) -> None:
+    _env(store)
+    _env(store, "env_b")
+    store.write(
+        [
+            _change(_memory("m1", "The deployment pipeline uses staging servers")),
+            _change(_memory("m2", "Staging is where deployments are verified; deploy often")),
+            _change(_memory("m3", "Lunch preferences: ramen", keyword_context="staging chat")),
+            _change(_memory("m4", "staging in another project", env="env_b")),
+            _change(_memory("m5", "deleted staging note", status="deleted")),
+        ]
+    )
+    hits = store.keyword_search("How do we DEPLOY to staging?", MemoryFilter(), limit=10)
+    found = [h.memory_id for h in hits]
+    assert set(found) == {"m1", "m2", "m3", "m4"}  # stemmed, ORed, keyword_context indexed
+    assert found[0] == "m2" and hits[0].score >= hits[-1].score > 0
+    scoped = store.keyword_search("staging", MemoryFilter(environment_ids=["env_b"]), limit=10)
+    assert [h.memory_id for h in scoped] == ["m4"]
+    assert store.keyword_search("the and of", MemoryFilter(), limit=10) == []
+    assert store.keyword_search("\"') OR * -- NEAR(", MemoryFilter(), limit=10) == []
+    assert len(store.keyword_search("staging", MemoryFilter(), limit=2)) == 2
+
+
+def test_vectors_by_model_with_filters(store: Store) -> None:
+    _env(store)
+    _env(store, "env_b")
+    store.write(
+        [
+            _change(_memory(f"m{i}", f"memory {i}", env="env_b" if i == 3 else "env_a"))
+            for i in range(1, 5)
+        ]
+    )
+    pending = store.pending_embeddings("small", limit=10)
+    assert [p.memory_id for p in pending] == ["m1", "m2", "m3", "m4"]
+    assert pending[0].content_hash == content_hash("memory 1")
+    store.put_embeddings(
+        "small",
+        [
+            EmbeddingUpdate("m1", pending[0].content_hash, _unit([1, 0, 0])),
+            EmbeddingUpdate("m2", pending[1].content_hash, _unit([1, 1, 0])),
+            EmbeddingUpdate("m3", pending[2].content_hash, _unit([1, 0.1, 0])),
+        ],
+    )
+    store.put_embeddings("large", [EmbeddingUpdate("m1", "h", _unit([0, 0, 0, 1, 0]))])
+    assert [p.memory_id for p in store.pending_embeddings("small", limit=10)] == ["m4"]
+    assert store.embedding_stats() == {"small": 3, "large": 1}
+    query = _unit([1, 0.01, 0])
+    hits = store.vector_search(query, "small", MemoryFilter(), limit=10)
+    assert [h.memory_id for h in hits] == ["m1", "m3", "m2"]
+    assert hits[0].score == pytest.approx(float(query @ _unit([1, 0, 0])), abs=1e-5)
+    scoped = store.vector_search(query, "small", MemoryFilter(environment_ids=["env_a"]), limit=1)
+    assert [h.memory_id for h in scoped] == ["m1"]
+    assert store.vector_search(_unit([1, 0, 0, 0, 0]), "small", MemoryFilter(), limit=5) == []
+    scores = store.vector_scores(query, "small", ["m2", "m4", "zz"])
+    assert set(scores) == {"m2"} and scores["m2"] == pytest.approx(
+        float(query @ _unit([1, 1, 0])), abs=1e-5
+    )
+    # new content makes the vector stale
+    store.write([_change(_memory("m2", "memory two, edited", version=2), Action.UPDATE)])
+    assert [p.memory_id for p in store.pending_embeddings("small", limit=10)] == ["m2", "m4"]
+    assert store.prune_embeddings("small") == 1
+    assert store.embedding_stats() == {"small": 3}
+
+
+def test_migrations_are_recorded(store: Store) -> None:
+    names = store.applied_migrations()
+    assert names and names[0] == "0001_memories" and len(names) == len(set(names))
