@@ -18,6 +18,7 @@ import statistics
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -159,7 +160,7 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     )
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     engram.close()
-    base = baseline(tmp / f"baseline-{size}.db", texts, queries)
+    base = baseline(tmp / f"baseline-{uuid.uuid4().hex}.db", texts, queries)
 
     backend = "PostgreSQL" if database_url else "SQLite"
     print(f"\n== {size:,} memories in one environment ({backend})")

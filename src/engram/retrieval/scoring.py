@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Protocol
 
 from engram.models import Layer
@@ -112,13 +113,18 @@ def frequency(memory: Rankable, saturation: int) -> float:
 FACTORS = ("relevance", "importance", "confidence", "recency", "frequency")
 
 
+@lru_cache(maxsize=64)
+def _normalised(weights: FactorWeights, with_relevance: bool) -> FactorWeights:
+    return weights.normalised(with_relevance)
+
+
 def factor_values(
     memory: Rankable, relevance: float | None, now: datetime, config: ScoringConfig
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The five factor values and their normalised weights, in ``FACTORS`` order.
     ``relevance`` None means there was no query: the other four factors rank alone."""
     layer = config.layer(memory.layer)
-    w = layer.weights.normalised(with_relevance=relevance is not None)
+    w = _normalised(layer.weights, relevance is not None)
     values = (
         relevance or 0.0,
         memory.importance,

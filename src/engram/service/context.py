@@ -71,7 +71,7 @@ _LAYERS: dict[TierName, Layer] = {
     "procedures": Layer.PROCEDURE,
 }
 MIN_TOKENS, MAX_TOKENS = 64, 200_000
-KEYWORD_POOL = 300
+KEYWORD_POOL = 100
 
 
 def render_item(memory: Memory) -> str:

@@ -18,6 +18,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 
 from engram.models import Layer, Memory, MemoryFilter
 from engram.text import content_words
@@ -26,7 +27,7 @@ CONTEXT_WEIGHT = 0.5
 """BM25 weight of the keyword-only context column, relative to the memory's own text."""
 COMMON_SHARE = 0.5
 MIN_ROWS_FOR_PRUNING = 1000
-POSTINGS_BUDGET = 6000
+POSTINGS_BUDGET = 2500
 """At most this many matching rows are scored per query (rarest terms first; the rarest term
 is always kept): FTS5 scores every row that matches any term, ~3 µs each."""
 
@@ -85,8 +86,9 @@ def _any(column: str, tokens: Sequence[str]) -> str:
 _local = threading.local()
 
 
-def _stems(words: Sequence[str]) -> dict[str, str]:
-    """Each word's index term, as this very tokenizer makes it (porter stem, folded), using a
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A word's index term, as this very tokenizer makes it (porter stem, folded), using a
     private in-memory FTS5 table: no second stemmer that could disagree with the index."""
     conn: sqlite3.Connection | None = getattr(_local, "stemmer", None)
     if conn is None:
@@ -95,11 +97,13 @@ def _stems(words: Sequence[str]) -> dict[str, str]:
         conn.execute("CREATE VIRTUAL TABLE sv USING fts5vocab(s, 'instance')")
         _local.stemmer = conn
     conn.execute("DELETE FROM s")
-    conn.executemany("INSERT INTO s (rowid, x) VALUES (?, ?)", list(enumerate(words)))
-    out: dict[str, str] = {}
-    for doc, term in conn.execute("SELECT doc, term FROM sv ORDER BY doc, offset"):
-        out.setdefault(words[doc], term)
-    return out
+    conn.execute("INSERT INTO s (rowid, x) VALUES (1, ?)", (word,))
+    row = conn.execute("SELECT term FROM sv ORDER BY offset LIMIT 1").fetchone()
+    return str(row[0]) if row else word
+
+
+def _stems(words: Sequence[str]) -> dict[str, str]:
+    return {w: _stem(w) for w in words}
 
 
 def query_terms(conn: sqlite3.Connection, text: str) -> list[str]:
@@ -107,20 +111,18 @@ def query_terms(conn: sqlite3.Connection, text: str) -> list[str]:
     terms = list(dict.fromkeys(content_words(text)))
     if len(terms) < 2:
         return terms
-    total = conn.execute(
-        "SELECT coalesce(sum(doc), 0) FROM memories_fts_vocab WHERE term IN (?, ?, ?)",
-        [layer_token(layer) for layer in Layer],
-    ).fetchone()[0]
+    stems = _stems(terms)
+    keys = [layer_token(layer) for layer in Layer] + list(dict.fromkeys(stems.values()))
+    docs = dict(
+        conn.execute(
+            f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({','.join('?' * len(keys))})",
+            keys,
+        ).fetchall()
+    )
+    total = sum(docs.get(layer_token(layer), 0) for layer in Layer)
     if total < MIN_ROWS_FOR_PRUNING:
         return terms
-    stems = _stems(terms)
-    frequency = {
-        term: conn.execute(
-            "SELECT coalesce(max(doc), 0) FROM memories_fts_vocab WHERE term = ?",
-            (stems.get(term, term),),
-        ).fetchone()[0]
-        for term in terms
-    }
+    frequency = {term: docs.get(stems[term], 0) for term in terms}
     kept: list[str] = []
     postings = 0
     for term in sorted(terms, key=lambda t: frequency[t]):

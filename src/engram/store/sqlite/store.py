@@ -436,8 +436,17 @@ class SQLiteStore:
         conn = self.reader()
         # environment, layer and status are filtered inside the in-memory index; anything else
         # the filter asks for is checked in SQL on the candidates, widening until enough pass
-        rest = flt.model_copy(update={"environment_ids": [], "layers": [], "statuses": []})
-        needs_sql = rest != MemoryFilter(statuses=[])
+        needs_sql = bool(
+            flt.categories
+            or flt.tags
+            or flt.ids
+            or flt.created_after
+            or flt.created_before
+            or flt.updated_after
+            or flt.updated_before
+            or flt.min_importance is not None
+            or flt.max_importance is not None
+        )
         want = limit if not needs_sql else limit * 4
         while True:
             candidates = self._vectors.search(
@@ -452,7 +461,10 @@ class SQLiteStore:
             if not needs_sql:
                 return [Hit(i, s) for i, s in candidates]
             ids = [c[0] for c in candidates]
-            cond, params = where(rest.model_copy(update={"ids": ids}))
+            rest = flt.model_copy(
+                update={"environment_ids": [], "layers": [], "statuses": [], "ids": ids}
+            )
+            cond, params = where(rest)
             passing = {
                 r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {cond}", params)
             }

@@ -73,6 +73,8 @@ class VectorIndex:
         self._models: dict[str, _Matrix] = {}
         self._env_codes: dict[str, int] = {}
         self._epoch = -1
+        self._seen: dict[tuple[int, str], int] = {}  # (connection, model) -> data_version
+        self._rows_cache: dict[tuple[object, ...], npt.NDArray[np.intp]] = {}
         # the last query's scores: context assembly asks once per layer with the same vector
         self._memo: tuple[object, npt.NDArray[np.float32]] | None = None
 
@@ -83,6 +85,12 @@ class VectorIndex:
         return code
 
     def _refresh(self, conn: sqlite3.Connection, model_id: str) -> _Matrix | None:
+        # nothing committed since this connection last looked: the matrix is current
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        seen = (id(conn), model_id)
+        if self._seen.get(seen) == version and model_id in self._models:
+            return self._models[model_id]
+        self._seen[seen] = version
         sql = "SELECT value FROM store_meta WHERE key = 'vector_epoch'"
         epoch = conn.execute(sql).fetchone()[0]
         if epoch != self._epoch:
@@ -131,21 +139,50 @@ class VectorIndex:
             else:
                 scores = matrix.mat[:n] @ query.astype(np.float32)
                 self._memo = (key, scores)
-            mask = np.ones(n, dtype=bool)
-            if env_ids:
-                codes = [self._env_codes[e] for e in env_ids if e in self._env_codes]
-                mask &= np.isin(matrix.env[:n], codes)
-            if layers:
-                mask &= np.isin(matrix.layer[:n], [_LAYERS[x.value] for x in layers])
-            if statuses:
-                mask &= np.isin(matrix.status[:n], [_STATUSES[x.value] for x in statuses])
-            candidates = np.flatnonzero(mask)
+            candidates = self._rows(matrix, model_id, env_ids, layers, statuses)
             if candidates.size == 0:
                 return []
             k = min(limit, candidates.size)
             picked = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
             picked = picked[np.argsort(-scores[picked])]
             return [(matrix.ids[i], float(scores[i])) for i in picked]
+
+    def _rows(
+        self,
+        matrix: _Matrix,
+        model_id: str,
+        env_ids: Sequence[str],
+        layers: Sequence[Layer],
+        statuses: Sequence[Status],
+    ) -> npt.NDArray[np.intp]:
+        """Rows passing the filter; cached until the matrix changes (the same filters recur
+        across queries and across the layers of one context assembly)."""
+        key = (
+            model_id,
+            self._epoch,
+            matrix.rev,
+            matrix.n,
+            tuple(env_ids),
+            tuple(layers),
+            tuple(statuses),
+        )
+        cached = self._rows_cache.get(key)
+        if cached is not None:
+            return cached
+        n = matrix.n
+        mask = np.ones(n, dtype=bool)
+        if env_ids:
+            codes = [self._env_codes[e] for e in env_ids if e in self._env_codes]
+            mask &= np.isin(matrix.env[:n], codes)
+        if layers:
+            mask &= np.isin(matrix.layer[:n], [_LAYERS[x.value] for x in layers])
+        if statuses:
+            mask &= np.isin(matrix.status[:n], [_STATUSES[x.value] for x in statuses])
+        rows = np.flatnonzero(mask)
+        if len(self._rows_cache) >= 64:
+            self._rows_cache.clear()
+        self._rows_cache[key] = rows
+        return rows
 
     def scores_for(
         self,
