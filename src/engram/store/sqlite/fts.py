@@ -106,43 +106,70 @@ def _stems(words: Sequence[str]) -> dict[str, str]:
     return {w: _stem(w) for w in words}
 
 
+class TermCounts:
+    """Documents per index term, from the fts5vocab table. Counting reads the term's whole
+    doclist, so counts are cached (one cache per store) until the index grows or shrinks by a
+    tenth: only their order of magnitude matters here."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conn: sqlite3.Connection, keys: Sequence[str], rows: int) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for key in dict.fromkeys(keys):
+            cached = self._cache.get(key)
+            if cached is not None and abs(rows - cached[1]) <= rows // 10:
+                out[key] = cached[0]
+                continue
+            # equality is answered from the index; 'term IN (...)' reads every doclist
+            sql = "SELECT doc FROM memories_fts_vocab WHERE term = ?"
+            row = conn.execute(sql, (key,)).fetchone()
+            out[key] = int(row[0]) if row is not None else 0
+            with self._lock:
+                if len(self._cache) > 100_000:
+                    self._cache.clear()
+                self._cache[key] = (out[key], rows)
+        return out
+
+
 def query_terms(conn: sqlite3.Connection, text: str) -> list[str]:
     """The query's content words, minus those too common to rank by (see module doc)."""
+    return plan(conn, text, MemoryFilter(statuses=[]), TermCounts())[0]
+
+
+def plan(
+    conn: sqlite3.Connection, text: str, flt: MemoryFilter, counts: TermCounts
+) -> tuple[list[str], str]:
+    """The terms to search for and the MATCH expression: any of the terms in text or context,
+    narrowed to the filter's environments and layers when that narrows much (a scope token in
+    most rows would only make FTS5 walk its long doclist; the SQL filter applies anyway).
+    Every term is quoted: user text never becomes query syntax."""
     terms = list(dict.fromkeys(content_words(text)))
-    if len(terms) < 2:
-        return terms
+    if not terms:
+        return [], ""
+    envs = [env_token(e) for e in flt.environment_ids]
+    layers = [layer_token(layer) for layer in flt.layers]
     stems = _stems(terms)
-    keys = [layer_token(layer) for layer in Layer] + list(dict.fromkeys(stems.values()))
-    docs = dict(
-        conn.execute(
-            f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({','.join('?' * len(keys))})",
-            keys,
-        ).fetchall()
-    )
-    total = sum(docs.get(layer_token(layer), 0) for layer in Layer)
-    if total < MIN_ROWS_FOR_PRUNING:
-        return terms
-    frequency = {term: docs.get(stems[term], 0) for term in terms}
-    kept: list[str] = []
-    postings = 0
-    for term in sorted(terms, key=lambda t: frequency[t]):
-        df = frequency[term]
-        if kept and (df >= total * COMMON_SHARE or postings + df > POSTINGS_BUDGET):
-            break
-        kept.append(term)
-        postings += df
-    return [t for t in terms if t in kept]
-
-
-def match_expression(terms: Sequence[str], flt: MemoryFilter) -> str:
-    """An FTS5 MATCH expression: any of ``terms`` in text or context, within the filter's
-    environments and layers. Every term is quoted: user text never becomes query syntax."""
-    parts = [_any("{text context}", terms)]
-    if flt.environment_ids:
-        parts.append(_any("scope", [env_token(e) for e in flt.environment_ids]))
-    if flt.layers:
-        parts.append(_any("scope", [layer_token(layer) for layer in flt.layers]))
-    return " AND ".join(parts)
+    total = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories_fts").fetchone()[0]
+    docs = counts.get(conn, [*envs, *layers, *stems.values()], total)
+    kept = terms
+    if len(terms) > 1 and total >= MIN_ROWS_FOR_PRUNING:
+        frequency = {term: docs.get(stems[term], 0) for term in terms}
+        chosen: list[str] = []
+        postings = 0
+        for term in sorted(terms, key=lambda t: frequency[t]):
+            df = frequency[term]
+            if chosen and (df >= total * COMMON_SHARE or postings + df > POSTINGS_BUDGET):
+                break
+            chosen.append(term)
+            postings += df
+        kept = [t for t in terms if t in chosen]
+    parts = [_any("{text context}", kept)]
+    for tokens in (envs, layers):
+        if tokens and sum(docs.get(t, 0) for t in tokens) < total * COMMON_SHARE:
+            parts.append(_any("scope", tokens))
+    return kept, " AND ".join(parts)
 
 
 def rank_expression() -> str:

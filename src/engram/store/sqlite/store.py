@@ -112,6 +112,7 @@ class SQLiteStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._vectors = VectorIndex()
+        self._term_counts = fts.TermCounts()
         self._closed = False
         self.accounts = SQLiteAccountStore(self)
         self.audit = SQLiteAuditStore(self)
@@ -417,7 +418,7 @@ class SQLiteStore:
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
         conn = self.reader()
-        terms = fts.query_terms(conn, query)
+        terms, match = fts.plan(conn, query, flt, self._term_counts)
         if not terms:
             return []
         cond, params = where(flt)
@@ -426,7 +427,7 @@ class SQLiteStore:
             f"SELECT m.id, -{rank} FROM memories_fts "
             "JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {rank} LIMIT ?",
-            [fts.match_expression(terms, flt), *params, limit],
+            [match, *params, limit],
         ).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
 
