@@ -9,14 +9,10 @@ from psycopg.types.json import Jsonb
 
 from engram.models import (
     Environment,
-    EpisodeDetails,
-    Layer,
     Memory,
     MemoryFilter,
-    ProcedureDetails,
-    Source,
-    Status,
 )
+from engram.store.columns import memory_from_values
 from engram.text import content_hash
 
 # the columns written by an upsert, in the order of memory_params()
@@ -96,65 +92,14 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
 
 def memory_from_row(row: Sequence[Any]) -> Memory:
     """Rebuild a Memory from the columns of memory_select(), in that order."""
-    (
-        id_,
-        env,
-        layer,
-        status,
-        category,
-        content,
-        tags,
-        importance,
-        confidence,
-        source,
-        pinned,
-        supersedes,
-        superseded_by,
-        merged_into,
-        created,
-        updated,
-        accessed,
-        access_count,
-        reinforcement_count,
-        author,
-        metadata,
-        details,
-        version,
-        keyword_context,
-    ) = tuple(row)[:24]
-    episode = procedure = None
-    if details is not None:
-        if layer == "episode":
-            episode = EpisodeDetails.model_validate_json(details)
-        elif layer == "procedure":
-            procedure = ProcedureDetails.model_validate_json(details)
-    # rows are written only by this store from validated models: skip re-validation
-    return Memory.model_construct(
-        id=id_,
-        environment_id=env,
-        layer=Layer(layer),
-        content=content,
-        category=category,
-        tags=list(tags),
-        importance=importance,
-        confidence=confidence,
-        source=Source(source),
-        status=Status(status),
-        pinned=bool(pinned),
-        supersedes=supersedes,
-        superseded_by=superseded_by,
-        merged_into=merged_into,
-        created_at=created,
-        updated_at=updated,
-        last_accessed_at=accessed,
-        access_count=access_count,
-        reinforcement_count=reinforcement_count,
-        author=author,
-        metadata=dict(metadata),
-        episode=episode,
-        procedure=procedure,
-        keyword_context=keyword_context,
-        version=version,
+    values = tuple(row)
+    return memory_from_values(
+        values,
+        tags=list(values[6]),
+        metadata=dict(values[20]),
+        created=values[14],
+        updated=values[15],
+        accessed=values[16],
     )
 
 

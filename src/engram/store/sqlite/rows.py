@@ -9,22 +9,13 @@ from typing import Any
 
 from engram.models import (
     Environment,
-    EpisodeDetails,
-    Layer,
     Memory,
     MemoryFilter,
-    ProcedureDetails,
-    Source,
-    Status,
 )
+from engram.store.columns import MEMORY_FIELDS, memory_from_values
 from engram.text import content_hash
 
-MEMORY_COLUMNS = (
-    "id, environment_id, layer, status, category, content, tags, importance, confidence, "
-    "source, pinned, supersedes, superseded_by, merged_into, created_at, updated_at, "
-    "last_accessed_at, access_count, reinforcement_count, author, metadata, details, version, "
-    "keyword_context"
-)
+MEMORY_COLUMNS = ", ".join(MEMORY_FIELDS)
 
 
 def ts(value: datetime | None) -> float | None:
@@ -72,65 +63,14 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
 
 def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
     """Rebuild a Memory from the columns named in MEMORY_COLUMNS, in that order."""
-    (
-        id_,
-        env,
-        layer,
-        status,
-        category,
-        content,
-        tags,
-        importance,
-        confidence,
-        source,
-        pinned,
-        supersedes,
-        superseded_by,
-        merged_into,
-        created,
-        updated,
-        accessed,
-        access_count,
-        reinforcement_count,
-        author,
-        metadata,
-        details,
-        version,
-        keyword_context,
-    ) = tuple(row)[:24]
-    episode = procedure = None
-    if details is not None:
-        if layer == "episode":
-            episode = EpisodeDetails.model_validate_json(details)
-        elif layer == "procedure":
-            procedure = ProcedureDetails.model_validate_json(details)
-    # rows are written only by this store from validated models: skip re-validation
-    return Memory.model_construct(
-        id=id_,
-        environment_id=env,
-        layer=Layer(layer),
-        content=content,
-        category=category,
-        tags=json.loads(tags),
-        importance=importance,
-        confidence=confidence,
-        source=Source(source),
-        status=Status(status),
-        pinned=bool(pinned),
-        supersedes=supersedes,
-        superseded_by=superseded_by,
-        merged_into=merged_into,
-        created_at=datetime.fromtimestamp(created, UTC),
-        updated_at=datetime.fromtimestamp(updated, UTC),
-        last_accessed_at=dt(accessed),
-        access_count=access_count,
-        reinforcement_count=reinforcement_count,
-        author=author,
-        metadata=json.loads(metadata),
-        episode=episode,
-        procedure=procedure,
-        keyword_context=keyword_context,
-        version=version,
+    values = tuple(row)
+    return memory_from_values(
+        values,
+        tags=json.loads(values[6]),
+        metadata=json.loads(values[20]),
+        created=datetime.fromtimestamp(values[14], UTC),
+        updated=datetime.fromtimestamp(values[15], UTC),
+        accessed=dt(values[16]),
     )
 
 
