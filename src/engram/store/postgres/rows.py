@@ -12,44 +12,17 @@ from engram.models import (
     Memory,
     MemoryFilter,
 )
-from engram.store.columns import memory_from_values
+from engram.store.columns import MEMORY_FIELDS, memory_from_values
 from engram.text import content_hash
 
 # the columns written by an upsert, in the order of memory_params()
-WRITE_COLUMNS = (
-    "id",
-    "environment_id",
-    "layer",
-    "status",
-    "category",
-    "content",
-    "tags",
-    "importance",
-    "confidence",
-    "source",
-    "pinned",
-    "supersedes",
-    "superseded_by",
-    "merged_into",
-    "created_at",
-    "updated_at",
-    "last_accessed_at",
-    "access_count",
-    "reinforcement_count",
-    "author",
-    "metadata",
-    "details",
-    "version",
-    "keyword_context",
-    "content_hash",
-    "keyword_text",
-)
+WRITE_COLUMNS = (*MEMORY_FIELDS, "content_hash", "keyword_text")
 
 
 def memory_select(alias: str = "m") -> str:
     """The columns memory_from_row() reads, in order (details as JSON text, parsed by the
     model exactly as the SQLite store does)."""
-    cols = [f"{alias}.{c}" for c in WRITE_COLUMNS[:24]]
+    cols = [f"{alias}.{c}" for c in MEMORY_FIELDS]
     cols[21] = f"{alias}.details::text"
     return ", ".join(cols)
 
