@@ -1,6 +1,7 @@
 """LoCoMo retrieval: every turn a memory, every question a search; where do the evidence turns
 land? Reports turn recall@5/@10, all-evidence@10, session recall@10 and NDCG@10 for keyword,
 semantic, hybrid and the full five-factor ranking, beside plain BM25 on the same data.
+"hybrid, streams only" leaves out the author and thread signals (retrieval/provenance.py).
 
     python -m bench.locomo [--data PATH] [--categories 1,2,3,4]
 """
@@ -47,6 +48,9 @@ def ingest(engram: Engram, conv: Conversation, env: str, with_context: bool) -> 
                     created_at=t.at,
                     metadata={"dia_id": t.dia_id, "session": t.session},
                     keyword_context="\n".join(neighbours),
+                    # the plain baseline gets the turn alone: no speaker, session or neighbours
+                    author=t.speaker if with_context else None,
+                    thread=f"session-{t.session}" if with_context else None,
                 )
             )
         engram.memories.add_many(items, LOCAL, env)
@@ -132,8 +136,12 @@ def main() -> None:
             f"embedded {embedded} in {t_embed:.1f}s"
         )
 
+        # ablation: the streams' relevance alone, without the author and thread signals
+        streams_only = replace(relevance_only, author_weight=0.0, thread_weight=0.0)
+        configs = {"relevance": relevance_only, "streams": streams_only, "score": five_factor}
+
         def ranking(env: str, q: str, mode: SearchMode, by: str) -> list[str]:
-            engram.search.scoring = relevance_only if by == "relevance" else five_factor
+            engram.search.scoring = configs[by]
             items = engram.search.search(
                 LOCAL, q, environment=env, mode=mode, limit=K, count_access=False
             ).items
@@ -148,6 +156,9 @@ def main() -> None:
             ),
             "semantic": lambda c, q: ranking(
                 c.sample_id.lower(), q, SearchMode.SEMANTIC, "relevance"
+            ),
+            "hybrid, streams only": lambda c, q: ranking(
+                c.sample_id.lower(), q, SearchMode.HYBRID, "streams"
             ),
             "hybrid": lambda c, q: ranking(c.sample_id.lower(), q, SearchMode.HYBRID, "relevance"),
             "hybrid, five-factor": lambda c, q: ranking(

@@ -194,6 +194,7 @@ class Memory(_Frozen):
     episode: EpisodeDetails | None = None
     procedure: ProcedureDetails | None = None
     keyword_context: str = ""
+    thread: str | None = None
     version: int = 1
 
     def keyword_text(self) -> str:
@@ -203,17 +204,19 @@ class Memory(_Frozen):
 
     def search_text(self) -> str:
         """The text that is embedded (and, with ``keyword_context``, keyword-indexed)."""
-        parts = [self.content]
-        if self.procedure is not None:
-            parts = [
-                self.procedure.name,
-                self.procedure.trigger,
-                self.content,
-                *self.procedure.steps,
-            ]
-        if self.episode is not None:
-            parts.extend(self.episode.key_decisions)
-        return "\n".join(p for p in parts if p)
+        return search_text(self.content, self.episode, self.procedure)
+
+
+def search_text(
+    content: str, episode: EpisodeDetails | None, procedure: ProcedureDetails | None
+) -> str:
+    """A memory's searchable text: its content with its procedure's or episode's details."""
+    parts = [content]
+    if procedure is not None:
+        parts = [procedure.name, procedure.trigger, content, *procedure.steps]
+    if episode is not None:
+        parts.extend(episode.key_decisions)
+    return "\n".join(p for p in parts if p)
 
 
 class MemoryVersion(_Frozen):
@@ -255,6 +258,13 @@ class NewMemory(_Input):
         max_length=MAX_CONTENT_CHARS,
         description="Extra text indexed for keyword search only, never embedded or shown: e.g. "
         "the neighbouring turns of the conversation a memory came from.",
+    )
+    thread: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The conversation or session the memory came from (a chat, an agent "
+        "session). Search lifts a memory whose thread holds other strong matches.",
     )
 
     @model_validator(mode="after")

@@ -71,6 +71,10 @@ def add(
     decision: Annotated[
         list[str] | None, typer.Option("--decision", help="Episode key decision.")
     ] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(help="The conversation or session it came from (search groups by it)."),
+    ] = None,
     env: Annotated[str | None, EnvOption] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
@@ -91,6 +95,7 @@ def add(
         pinned=pin,
         procedure=procedure,
         episode=episode,
+        thread=thread,
     )
     with service(ctx) as (engram, st):
         memory = engram.memories.add(new, st.actor, st.current_environment(env))

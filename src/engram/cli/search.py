@@ -10,7 +10,7 @@ from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
 from engram.models import Layer, MemoryFilter
-from engram.retrieval.models import SearchMode
+from engram.retrieval.models import ScoreBreakdown, SearchMode
 
 
 def search(
@@ -54,13 +54,23 @@ def search(
             f"{item.score:.3f}",
             *(f"{f.value:.2f}" for f in (b.relevance, b.importance, b.confidence, b.recency)),
             f"{b.frequency.value:.2f}",
-            "+".join(b.found_by),
+            _found_by(b),
             item.memory.id,
             short(item.memory.content, 70),
         )
     console.print(table)
     if not result.semantic_available:
         console.print("keyword only: no embedder is configured (ENGRAM_EMBEDDER)")
+
+
+def _found_by(b: ScoreBreakdown) -> str:
+    # the streams, then the provenance signals that lifted the memory
+    parts = ["+".join(b.found_by)]
+    if b.author_named:
+        parts.append("author")
+    if b.thread_support is not None:
+        parts.append(f"thread {b.thread_support:.2f}")
+    return ", ".join(p for p in parts if p)
 
 
 def context(

@@ -56,6 +56,7 @@ class Proposal(BaseModel):
             confidence=self.confidence,
             source=Source.EXTRACTED,
             author=self.subject,
+            thread=conversation_id,
             metadata=metadata,
             episode=self.episode,
             procedure=self.procedure,

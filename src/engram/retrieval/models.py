@@ -43,6 +43,21 @@ class ScoreBreakdown(_Out):
     keyword_norm: float | None = Field(None, description="BM25 scaled to [0, 1] in this result.")
     semantic_similarity: float | None = Field(None, description="Cosine similarity to the query.")
     semantic_norm: float | None = Field(None, description="Similarity scaled to [0, 1].")
+    stream_relevance: float | None = Field(
+        None,
+        description="Relevance from the keyword and semantic streams alone, before the author "
+        "and thread signals.",
+    )
+    author_named: bool | None = Field(
+        None,
+        description="Whether the query names this memory's author (None: it names none of "
+        "the candidates' authors, and the signal is neutral).",
+    )
+    thread_support: float | None = Field(
+        None,
+        description="How strongly the memory's thread (its conversation or session) matches "
+        "the query, in [0, 1]; None for a memory without a thread.",
+    )
 
 
 class ScoredMemory(_Out):

@@ -86,8 +86,21 @@ class ScoringConfig:
     )
     keyword_weight: float = 0.4
     semantic_weight: float = 0.6
+    author_weight: float = 0.1
+    """Share of relevance given to the query naming the memory's author (retrieval.provenance)."""
+    thread_weight: float = 0.1
+    """Share of relevance given to the strength of the memory's thread (retrieval.provenance)."""
+    thread_top: int = 3
     min_keyword_norm: float = 0.5
     frequency_saturation: int = 20
+
+    def __post_init__(self) -> None:
+        if min(self.author_weight, self.thread_weight) < 0:
+            raise ValueError("author_weight and thread_weight must not be negative")
+        if self.author_weight + self.thread_weight >= 1:
+            raise ValueError("author_weight + thread_weight must stay below 1")
+        if self.thread_top < 1:
+            raise ValueError("thread_top must be at least 1")
 
     def layer(self, layer: Layer) -> LayerScoring:
         return {Layer.FACT: self.fact, Layer.EPISODE: self.episode}.get(layer, self.procedure)
@@ -148,6 +161,9 @@ def breakdown(
     keyword_norm: float | None = None,
     semantic_similarity: float | None = None,
     semantic_norm: float | None = None,
+    stream_relevance: float | None = None,
+    author_named: bool | None = None,
+    thread_support: float | None = None,
 ) -> ScoreBreakdown:
     factors = {
         name: Factor(value=v, weight=w, contribution=v * w)
@@ -164,4 +180,7 @@ def breakdown(
         keyword_norm=keyword_norm,
         semantic_similarity=semantic_similarity,
         semantic_norm=semantic_norm,
+        stream_relevance=stream_relevance,
+        author_named=author_named,
+        thread_support=thread_support,
     )

@@ -15,9 +15,11 @@ from engram.errors import InvalidInput
 from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.retrieval.fusion import Fused, fuse
 from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
+from engram.retrieval.provenance import Provenance, adjust
 from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
 from engram.service.environments import EnvironmentService
 from engram.store import Store
+from engram.store.protocol import Vector
 
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
@@ -39,6 +41,7 @@ class SearchService:
         self._embedder = embedder
         self.scoring = scoring or ScoringConfig()
         self._candidates = candidates
+        self._last_query: tuple[tuple[str, str], Vector] | None = None
 
     @property
     def model_id(self) -> str | None:
@@ -109,11 +112,20 @@ class SearchService:
         if not fused:
             return []
         # score every candidate from a few columns; load whole memories only for those returned
+        rows = self._store.rank_fields(list(fused))
+        adjusted = adjust(
+            query,
+            {r.memory_id: fused[r.memory_id].relevance for r in rows},
+            {r.memory_id: Provenance(r.author, r.thread) for r in rows},
+            author_weight=self.scoring.author_weight,
+            thread_weight=self.scoring.thread_weight,
+            thread_top=self.scoring.thread_top,
+        )
         scored = []
-        for fields in self._store.rank_fields(list(fused)):
-            f = fused[fields.memory_id]
-            values, weights = factor_values(fields, f.relevance, now, self.scoring)
-            scored.append((total(values, weights), fields.memory_id, f, values, weights))
+        for fields in rows:
+            a = adjusted[fields.memory_id]
+            values, weights = factor_values(fields, a.relevance, now, self.scoring)
+            scored.append((total(values, weights), fields.memory_id, a, values, weights))
         scored.sort(key=lambda s: (-s[0], s[1]))
         top = scored[:limit]
         memories = {m.id: m for m in self._store.get([s[1] for s in top])}
@@ -129,10 +141,14 @@ class SearchService:
                     keyword_norm=f.keyword_norm,
                     semantic_similarity=f.similarity,
                     semantic_norm=f.similarity_norm,
+                    stream_relevance=f.relevance,
+                    author_named=a.author_named,
+                    thread_support=a.thread_support,
                 ),
             )
-            for value, memory_id, f, values, weights in top
+            for value, memory_id, a, values, weights in top
             if memory_id in memories
+            for f in (fused[memory_id],)
         ]
 
     def keyword_by_layer(
@@ -166,7 +182,7 @@ class SearchService:
                 found = self._store.keyword_search(query, flt, limit=k)
                 keyword = {h.memory_id: h.score for h in found}
         if mode is not SearchMode.KEYWORD and self._embedder is not None:
-            vector = self._embedder.embed_batch([query])[0]
+            vector = self._query_vector(self._embedder, query)
             if np.any(vector):
                 model = self._embedder.model_id
                 similarity = {
@@ -190,6 +206,15 @@ class SearchService:
             hits,
             self.scoring.similarity_baseline(self.model_id),
         )
+
+    def _query_vector(self, embedder: Embedder, query: str) -> Vector:
+        # context assembly ranks each layer for the same query: embed it once
+        last = self._last_query
+        if last is not None and last[0] == (embedder.model_id, query):
+            return last[1]
+        vector: Vector = embedder.embed_batch([query])[0]
+        self._last_query = ((embedder.model_id, query), vector)
+        return vector
 
     @staticmethod
     def _streams(fused: Fused) -> list[Stream]:

@@ -34,6 +34,7 @@ MEMORY_FIELDS = (
     "details",
     "version",
     "keyword_context",
+    "thread",
 )
 """The memory columns, in the order both stores select them."""
 
@@ -84,5 +85,6 @@ def memory_from_values(
         episode=episode,
         procedure=procedure,
         keyword_context=values["keyword_context"],
+        thread=values["thread"],
         version=values["version"],
     )

@@ -53,6 +53,8 @@ class RankFields:
     confidence: float
     updated_at: datetime
     access_count: int
+    author: str | None = None
+    thread: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             tags=tags or [],
             importance=importance,
             source=Source.AGENT,
+            thread=session_id or None,
             episode=EpisodeDetails(
                 period_start=period_start,
                 period_end=period_end,

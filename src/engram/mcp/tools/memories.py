@@ -41,6 +41,14 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         tags: Annotated[list[str] | None, Field(description="Short lowercase labels.")] = None,
         importance: Importance = 0.5,
         confidence: Annotated[float, Field(ge=0, le=1)] = 0.8,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="This chat or agent session's id, if known: search groups the "
+                "memories of one session (their thread).",
+                max_length=200,
+            ),
+        ] = None,
         environment: Environment = None,
     ) -> WriteOutcome:
         """Store a durable fact about the user, the project or a decision, for future sessions.
@@ -56,6 +64,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             importance=importance,
             confidence=confidence,
             source=Source.AGENT,
+            thread=session_id or None,
         )
         return b.engram.lifecycle.remember(new, b.current_actor(), b.env(environment))
 

@@ -284,6 +284,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "0007_memory_thread",
+        (
+            # the conversation or session a memory came from (search groups by it)
+            "ALTER TABLE memories ADD COLUMN thread TEXT",
+        ),
+    ),
 )
 
 

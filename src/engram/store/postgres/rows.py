@@ -58,6 +58,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         details,
         m.version,
         m.keyword_context,
+        m.thread,
         content_hash(m.search_text()),
         m.keyword_text(),
     )

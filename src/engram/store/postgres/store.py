@@ -182,11 +182,11 @@ class PostgresStore:
             return []
         with self.db.reader() as conn:
             rows = conn.execute(
-                "SELECT id, layer, importance, confidence, updated_at, access_count "
-                "FROM memories WHERE id = ANY(%s)",
+                "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
+                "thread FROM memories WHERE id = ANY(%s)",
                 (list(dict.fromkeys(memory_ids)),),
             ).fetchall()
-        return [RankFields(r[0], Layer(r[1]), r[2], r[3], r[4], r[5]) for r in rows]
+        return [RankFields(r[0], Layer(r[1]), *r[2:]) for r in rows]
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.accounts import AuditEntry, AuditQuery
+from engram.store.sqlite.rows import inserted_rowid
 
 if TYPE_CHECKING:
     from engram.store.sqlite.store import SQLiteStore
@@ -16,14 +17,18 @@ if TYPE_CHECKING:
 _COLS = (
     "id, at, user_id, key_id, interface, action, environment_id, targets, before, after, details"
 )
+_TARGET = "INSERT OR IGNORE INTO audit_targets (audit_seq, target) VALUES (?, ?)"
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, default=str) if value else "{}"
 
 
 def insert_audit(conn: sqlite3.Connection, entries: Sequence[AuditEntry]) -> None:
     """Append entries inside the caller's transaction."""
     for e in entries:
-        seq = conn.execute(
-            f"INSERT INTO audit_log ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "RETURNING seq",
+        cur = conn.execute(
+            f"INSERT INTO audit_log ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 e.id,
                 e.at.timestamp(),
@@ -33,15 +38,16 @@ def insert_audit(conn: sqlite3.Connection, entries: Sequence[AuditEntry]) -> Non
                 e.action,
                 e.environment_id,
                 json.dumps(e.targets),
-                json.dumps(e.before),
-                json.dumps(e.after),
-                json.dumps(e.details, default=str),
+                _json(e.before),
+                _json(e.after),
+                _json(e.details),
             ),
-        ).fetchone()[0]
-        conn.executemany(
-            "INSERT OR IGNORE INTO audit_targets (audit_seq, target) VALUES (?, ?)",
-            [(seq, t) for t in e.targets],
         )
+        seq = inserted_rowid(cur)
+        if len(e.targets) == 1:
+            conn.execute(_TARGET, (seq, e.targets[0]))
+        elif e.targets:
+            conn.executemany(_TARGET, [(seq, t) for t in e.targets])
 
 
 def _entry(row: Sequence[Any]) -> AuditEntry:

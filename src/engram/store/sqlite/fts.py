@@ -20,7 +20,14 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 
-from engram.models import Layer, Memory, MemoryFilter
+from engram.models import (
+    EpisodeDetails,
+    Layer,
+    Memory,
+    MemoryFilter,
+    ProcedureDetails,
+    search_text,
+)
 from engram.text import content_words
 
 CONTEXT_WEIGHT = 0.5
@@ -61,18 +68,31 @@ def index(conn: sqlite3.Connection, seq: int, memory: Memory, *, replace: bool =
     """(Re)write one memory's index row (``replace=False``: it has none yet)."""
     if replace:
         conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (seq,))
+    _insert(conn, seq, memory.search_text(), memory.keyword_context, scope(memory))
+
+
+def _insert(conn: sqlite3.Connection, seq: int, text: str, context: str, scope: str) -> None:
     conn.execute(
         "INSERT INTO memories_fts (rowid, text, context, scope) VALUES (?, ?, ?, ?)",
-        (seq, memory.search_text(), memory.keyword_context, scope(memory)),
+        (seq, text, context, scope),
     )
 
 
 def reindex_all(conn: sqlite3.Connection) -> None:
-    from engram.store.sqlite.rows import MEMORY_COLUMNS, memory_from_row
-
-    rows = conn.execute(f"SELECT seq, {MEMORY_COLUMNS} FROM memories").fetchall()
-    for row in rows:
-        index(conn, row[0], memory_from_row(row[1:]))
+    # a migration step: read only the columns the index needs, as they were when it was
+    # written (later migrations add columns that the full row mapping expects)
+    rows = conn.execute(
+        "SELECT seq, environment_id, layer, content, details, keyword_context FROM memories"
+    ).fetchall()
+    for seq, env_id, layer_value, content, details, context in rows:
+        layer = Layer(layer_value)
+        episode = procedure = None
+        if details and layer is Layer.EPISODE:
+            episode = EpisodeDetails.model_validate_json(details)
+        elif details and layer is Layer.PROCEDURE:
+            procedure = ProcedureDetails.model_validate_json(details)
+        text = search_text(content, episode, procedure)
+        _insert(conn, seq, text, context, f"{env_token(env_id)} {layer_token(layer)}")
 
 
 def _quote(term: str) -> str:

@@ -249,6 +249,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         fts.reindex_all,
     ),
     Migration(locks.MIGRATION_NAME, locks.MIGRATION_STATEMENTS),
+    Migration(
+        "0012_memory_thread",
+        (
+            # the conversation or session a memory came from (search groups by it)
+            "ALTER TABLE memories ADD COLUMN thread TEXT",
+        ),
+    ),
 )
 
 

@@ -7,6 +7,7 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.errors import StorageError
 from engram.models import (
     Environment,
     Memory,
@@ -16,6 +17,13 @@ from engram.store.columns import MEMORY_FIELDS, memory_from_values
 from engram.text import content_hash
 
 MEMORY_COLUMNS = ", ".join(MEMORY_FIELDS)
+
+
+def inserted_rowid(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just made (read instead of ``RETURNING``, which costs more)."""
+    if cur.lastrowid is None:  # never after an INSERT that succeeded
+        raise StorageError("the insert reported no rowid")
+    return cur.lastrowid
 
 
 def ts(value: datetime | None) -> float | None:
@@ -39,7 +47,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         m.status.value,
         m.category,
         m.content,
-        json.dumps(m.tags),
+        json.dumps(m.tags) if m.tags else "[]",
         m.importance,
         m.confidence,
         m.source.value,
@@ -53,10 +61,11 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         m.access_count,
         m.reinforcement_count,
         m.author,
-        json.dumps(m.metadata),
+        json.dumps(m.metadata) if m.metadata else "{}",
         details,
         m.version,
         m.keyword_context,
+        m.thread,
         content_hash(m.search_text()),
     )
 

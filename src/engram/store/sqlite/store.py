@@ -2,8 +2,10 @@
 
 Writes go through a single connection guarded by a lock (SQLite allows one writer at a time;
 serialising in-process avoids busy retries). Each thread reads through its own connection, so
-reads never wait for writes. Other processes may open the same file; ``busy_timeout`` makes
-their writers queue instead of failing.
+reads never wait for writes (an environment lookup uses the writer's connection when it is
+idle, never waiting for it). WAL checkpoints run on a background thread (see checkpoint.py).
+Other processes may open the same file; ``busy_timeout`` makes their writers queue instead of
+failing.
 """
 
 from __future__ import annotations
@@ -11,17 +13,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from engram.accounts import AuditEntry
 from engram.errors import Conflict, StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.store.columns import MEMORY_FIELDS
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -33,10 +38,12 @@ from engram.store.protocol import (
 from engram.store.sqlite import fts, locks, migrations
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
+from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
     MEMORY_COLUMNS,
     environment_from_row,
+    inserted_rowid,
     memory_from_row,
     memory_params,
     where,
@@ -54,9 +61,11 @@ _ORDERS = {
     "-access_count": "m.access_count DESC",
 }
 
+_PLACEHOLDERS = ",".join("?" * (len(MEMORY_FIELDS) + 1))
+_INSERT = f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({_PLACEHOLDERS})"
 _UPSERT = (
-    f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({','.join('?' * 25)}) "
-    "ON CONFLICT (id) DO UPDATE SET "
+    _INSERT
+    + " ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(
         f"{c.strip()} = excluded.{c.strip()}"
         for c in (MEMORY_COLUMNS + ", content_hash").split(",")
@@ -90,6 +99,13 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _first_row(
+    conn: sqlite3.Connection, sql: str, params: Sequence[object]
+) -> tuple[Any, ...] | None:
+    rows = conn.execute(sql, params).fetchall()  # read to the end: no statement left open
+    return tuple(rows[0]) if rows else None
+
+
 class SQLiteStore:
     """Implements :class:`engram.store.protocol.Store` on one SQLite file."""
 
@@ -103,9 +119,14 @@ class SQLiteStore:
             if mode.lower() != "wal":
                 raise StorageError(f"{self.path}: could not switch to WAL (got {mode})")
             migrations.migrate(self._writer)
+            # checkpoints run on a background thread (see checkpoint.py); this is the backstop
+            self._writer.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_FRAMES}")
+            self._write_lock = threading.Lock()
+            self._checkpointer = Checkpointer(_connect(self.path), self._write_lock)
+            # a store dropped without close() must not leave the thread behind
+            weakref.finalize(self, self._checkpointer.request_stop)
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
-        self._write_lock = threading.Lock()
         self._queue: list[_WriteJob] = []
         self._queue_lock = threading.Lock()
         self._local = threading.local()
@@ -132,6 +153,19 @@ class SQLiteStore:
                 self._readers.append(conn)
         return conn
 
+    def _point_read(self, sql: str, params: Sequence[object]) -> tuple[Any, ...] | None:
+        """One row of a small lookup that writes depend on (an environment). On the writer
+        connection when no write is under way: its page cache survives its own commits, while
+        a reader's is dropped after every commit, so that right after a write the lookup
+        through a reader costs several page reads (and syscalls). Else through the reader."""
+        if self._write_lock.acquire(blocking=False):
+            try:
+                if not self._closed:
+                    return _first_row(self._writer, sql, params)
+            finally:
+                self._write_lock.release()
+        return _first_row(self.reader(), sql, params)
+
     @contextmanager
     def tx_lock(self) -> Iterator[None]:
         """Hold the single write lock (for a group of transactions)."""
@@ -153,6 +187,7 @@ class SQLiteStore:
                 raise Conflict(f"the change clashes with stored data: {exc}") from exc
             raise
         conn.execute("COMMIT")
+        self._checkpointer.committed(conn.total_changes)
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
@@ -164,6 +199,7 @@ class SQLiteStore:
         return locks.run_exclusive(self, name)
 
     def close(self) -> None:
+        self._checkpointer.stop()  # before the write lock: a pass may be waiting for it
         with self._write_lock:
             if self._closed:
                 return
@@ -199,21 +235,13 @@ class SQLiteStore:
     _ENV_COLS = "id, name, owner, description, created_at, metadata"
 
     def get_environment(self, env_id: str) -> Environment | None:
-        row = (
-            self.reader()
-            .execute(f"SELECT {self._ENV_COLS} FROM environments WHERE id = ?", (env_id,))
-            .fetchone()
-        )
+        row = self._point_read(f"SELECT {self._ENV_COLS} FROM environments WHERE id = ?", (env_id,))
         return environment_from_row(row) if row else None
 
     def find_environment(self, owner: str, name: str) -> Environment | None:
-        row = (
-            self.reader()
-            .execute(
-                f"SELECT {self._ENV_COLS} FROM environments WHERE owner = ? AND name = ?",
-                (owner, name),
-            )
-            .fetchone()
+        row = self._point_read(
+            f"SELECT {self._ENV_COLS} FROM environments WHERE owner = ? AND name = ?",
+            (owner, name),
         )
         return environment_from_row(row) if row else None
 
@@ -245,7 +273,7 @@ class SQLiteStore:
         job = _WriteJob(changes, audit)
         with self._queue_lock:
             self._queue.append(job)
-        with self.tx_lock():
+        with self._write_lock:
             if not job.done:
                 with self._queue_lock:
                     batch, self._queue = self._queue, []
@@ -275,8 +303,11 @@ class SQLiteStore:
         insert_audit(conn, job.audit)
         for change in job.changes:
             m = change.memory
-            seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
             new = change.version.version == 1  # nothing indexed or embedded yet
+            if new:  # a plain INSERT (no RETURNING): an id already stored fails, a Conflict
+                seq = inserted_rowid(conn.execute(_INSERT, memory_params(m)))
+            else:
+                seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
             fts.index(conn, seq, m, replace=not new)
             if not new:
                 # a changed memory (status, layer...) must reach the in-memory vector index
@@ -328,12 +359,12 @@ class SQLiteStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = conn.execute(
-                "SELECT id, layer, importance, confidence, updated_at, access_count "
-                f"FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
+                f"thread FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
             out.extend(
-                RankFields(r[0], Layer(r[1]), r[2], r[3], datetime.fromtimestamp(r[4], UTC), r[5])
+                RankFields(r[0], Layer(r[1]), r[2], r[3], datetime.fromtimestamp(r[4], UTC), *r[5:])
                 for r in rows
             )
         return out

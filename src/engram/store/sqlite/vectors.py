@@ -7,9 +7,14 @@ refresh reads only rows newer than the last one. A purge bumps ``vector_epoch`` 
 search reloads in full. Several processes may share the file: each keeps its own matrix and
 catches up on its next search.
 
-Filtering by environment, layer and status happens in numpy on the whole matrix; measured at
-100k memories, the exact scan costs a few milliseconds, so no ANN index is used (see
-bench/latency).
+Filtering by environment, layer and status happens in numpy on the whole matrix. Up to
+``PROJECT_FROM`` rows the scan is exact. Beyond, the scan is two-stage: the matrix is also kept
+projected onto its 128 principal directions (fitted on a sample, refitted when the matrix has
+doubled), the projection picks ``4 × limit`` (at least 400) candidates and those are re-scored
+exactly, so the scores returned are exact cosines. At 100k × 384 this cuts the scan from about
+7 ms to 2 ms (memory bandwidth); the exact top 100 lands in the 400 picked for 99.5 % of
+queries on random-word synthetic data and 100 % on LoCoMo turns. No ANN index is used: the scan
+stays exact in what it returns, filterable, and free of build time (see bench/latency).
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ import numpy.typing as npt
 from engram.models import Layer, Status
 
 Vector = npt.NDArray[np.float32]
+
+PROJECT_FROM = 20_000
+"""Rows from which the two-stage scan is used (below, the exact scan is as fast)."""
+PROJECTED_DIMS = 128
+FIT_SAMPLE = 20_000
 
 _LAYERS = {layer.value: i for i, layer in enumerate(Layer)}
 _STATUSES = {status.value: i for i, status in enumerate(Status)}
@@ -40,9 +50,15 @@ class _Matrix:
         self.ids: list[str] = []
         self.row_of: dict[str, int] = {}
         self.rev = 0
+        # the two-stage scan: rows projected onto ``basis`` (dim × r), fitted at ``fitted_at``
+        self.basis: Vector | None = None
+        self.low: Vector | None = None
+        self.fitted_at = 0
 
     def _grow(self) -> None:
         self.mat = np.concatenate([self.mat, np.zeros_like(self.mat)])
+        if self.low is not None:
+            self.low = np.concatenate([self.low, np.zeros_like(self.low)])
         self.env = np.concatenate([self.env, np.zeros_like(self.env)])
         self.layer = np.concatenate([self.layer, np.zeros_like(self.layer)])
         self.status = np.concatenate([self.status, np.zeros_like(self.status)])
@@ -60,15 +76,37 @@ class _Matrix:
             self.ids.append(memory_id)
         if vector is not None:
             self.mat[row] = vector
+            if self.basis is not None and self.low is not None:
+                self.low[row] = vector @ self.basis
         self.env[row] = env
         self.layer[row] = layer
         self.status[row] = status
+
+    def fit_projection(self, project_from: int) -> None:
+        """(Re)fit the projection once the matrix is large enough, and again each time it has
+        doubled: the top principal directions of the (uncentred) rows, which preserve dot
+        products best."""
+        if self.dim <= 2 * PROJECTED_DIMS or self.n < project_from:
+            return
+        if self.basis is not None and self.n < 2 * self.fitted_at:
+            return
+        rows = self.mat[: self.n]
+        if self.n > FIT_SAMPLE:
+            pick = np.random.default_rng(self.n).choice(self.n, FIT_SAMPLE, replace=False)
+            rows = rows[np.sort(pick)]
+        second_moment = rows.T.astype(np.float64) @ rows.astype(np.float64)
+        _, vectors = np.linalg.eigh(second_moment)  # ascending eigenvalues
+        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, :PROJECTED_DIMS], dtype=np.float32)
+        self.low = np.zeros((len(self.mat), PROJECTED_DIMS), dtype=np.float32)
+        self.low[: self.n] = self.mat[: self.n] @ self.basis
+        self.fitted_at = self.n
 
 
 class VectorIndex:
     """Process-local cache of the vectors in one SQLite file."""
 
-    def __init__(self) -> None:
+    def __init__(self, project_from: int = PROJECT_FROM) -> None:
+        self._project_from = project_from
         self._lock = threading.Lock()
         self._models: dict[str, _Matrix] = {}
         self._env_codes: dict[str, int] = {}
@@ -112,6 +150,8 @@ class VectorIndex:
                 continue  # a vector of another size cannot belong to this model; skip it
             matrix.put(memory_id, self._code(env_id), _LAYERS[layer], _STATUSES[status], vector)
             matrix.rev = rev
+        if matrix is not None:
+            matrix.fit_projection(self._project_from)
         return matrix
 
     def search(
@@ -133,19 +173,30 @@ class VectorIndex:
             if matrix is None or matrix.n == 0 or query.shape[0] != matrix.dim:
                 return []
             n = matrix.n
-            key = (model_id, self._epoch, matrix.rev, n, query.tobytes())
+            q = query.astype(np.float32)
+            key = (model_id, self._epoch, matrix.rev, n, matrix.fitted_at, query.tobytes())
             if self._memo is not None and self._memo[0] == key:
                 scores = self._memo[1]
+            elif matrix.basis is not None and matrix.low is not None:
+                scores = matrix.low[:n] @ (q @ matrix.basis)  # first stage: approximate
+                self._memo = (key, scores)
             else:
-                scores = matrix.mat[:n] @ query.astype(np.float32)
+                scores = matrix.mat[:n] @ q
                 self._memo = (key, scores)
             candidates = self._rows(matrix, model_id, env_ids, layers, statuses)
             if candidates.size == 0:
                 return []
+            if matrix.basis is not None:
+                pool = min(candidates.size, max(4 * limit, 400))
+                if pool < candidates.size:
+                    candidates = candidates[np.argpartition(-scores[candidates], pool - 1)[:pool]]
+                exact = matrix.mat[candidates] @ q  # second stage: exact cosines
+            else:
+                exact = scores[candidates]
             k = min(limit, candidates.size)
-            picked = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
-            picked = picked[np.argsort(-scores[picked])]
-            return [(matrix.ids[i], float(scores[i])) for i in picked]
+            top = np.argpartition(-exact, k - 1)[:k]
+            top = top[np.argsort(-exact[top])]
+            return [(matrix.ids[candidates[i]], float(exact[i])) for i in top]
 
     def _rows(
         self,
