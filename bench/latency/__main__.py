@@ -1,9 +1,10 @@
 """Latency, throughput and memory at scale, on synthetic memories in one environment.
 
-For each size (default 10k and 100k): ingest rate (acknowledged writes, one by one and in
-batches), the time until every memory is also searchable semantically (the background indexer),
-p50/p95 of hybrid search and of assemble_context (query embedding included), and peak RSS.
-A baseline is measured in the same run: a bare SQLite FTS5 table (insert one by one, BM25 top 10).
+For each size (default 10k and 100k): ingest rate (acknowledged writes: one by one into the
+empty store and again into the full one, from 8 clients, in batches), the time until every
+memory is also searchable semantically (the background indexer), p50/p95 of hybrid search and
+of assemble_context (query embedding included), and peak RSS. A baseline is measured in the
+same run: a bare SQLite FTS5 table (insert one by one, BM25 top 10).
 
     python -m bench.latency [--sizes 10000,100000] [--queries 200] [--database-url URL]
 """
@@ -136,10 +137,16 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
         th.join()
     concurrent_rate = (done[0] - one) / (time.perf_counter() - t)
     one = done[0]
+    # the last writes go one by one again, into the full store: the rate the target is about
+    tail = min(2000, max(0, size - one) // 2)
     t = time.perf_counter()
-    for b in range(one, size, 1000):
-        engram.memories.add_many([new(i) for i in range(b, min(size, b + 1000))], LOCAL, env)
-    batch_rate = (size - one) / max(time.perf_counter() - t, 1e-9)
+    for b in range(one, size - tail, 1000):
+        engram.memories.add_many([new(i) for i in range(b, min(size - tail, b + 1000))], LOCAL, env)
+    batch_rate = (size - tail - one) / max(time.perf_counter() - t, 1e-9)
+    t = time.perf_counter()
+    for i in range(size - tail, size):
+        engram.memories.add(new(i), LOCAL, env)
+    full_rate = tail / max(time.perf_counter() - t, 1e-9)
 
     # every memory searchable by meaning: the background indexer catches up
     t = time.perf_counter()
@@ -167,6 +174,7 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     base_rate = base["ingest_per_s"]
     rows = [
         ("ingest, one by one (acknowledged/s)", f"{single_rate:,.0f}", f"{base_rate:,.0f}"),
+        ("  again, into the full store (/s)", f"{full_rate:,.0f}", ""),
         ("ingest, one by one, 8 clients (/s)", f"{concurrent_rate:,.0f}", ""),
         ("ingest, batches of 1000 (/s)", f"{batch_rate:,.0f}", ""),
         ("all semantically searchable after (s)", f"{lag:.1f}", ""),
@@ -187,7 +195,7 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
         print(f"{name:40} {ours:>16} {theirs:>20}")
     checks = {
         "assemble_p95_ms": pct(assemble_lat, 95) <= TARGETS["assemble_p95_ms"],
-        "ingest_per_s": max(single_rate, concurrent_rate) >= TARGETS["ingest_per_s"],
+        "ingest_per_s": min(single_rate, full_rate) >= TARGETS["ingest_per_s"],
         "semantic_lag_s": lag <= TARGETS["semantic_lag_s"],
     }
     print("targets: " + ", ".join(f"{k} {'met' if ok else 'MISSED'}" for k, ok in checks.items()))

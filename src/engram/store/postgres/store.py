@@ -2,8 +2,9 @@
 
 Writes are transactions on pooled connections (PostgreSQL handles concurrent writers); reads
 run in autocommit. Keyword search uses an english ``tsvector`` generated from each memory's
-keyword text and ranked with ``ts_rank_cd``; vector search uses pgvector HNSW indexes (see
-:mod:`engram.store.postgres.vectors`). Sub-stores are found by :mod:`.substores`.
+keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rarest first (see
+:mod:`.keywords`); vector search uses pgvector HNSW indexes (see :mod:`.vectors`). Sub-stores
+are found by :mod:`.substores`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.postgres import substores, vectors
+from engram.store.postgres import keywords, substores, vectors
 from engram.store.postgres.db import Connection, PostgresDatabase
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
@@ -55,14 +56,6 @@ _UPSERT = (
     + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id")
 )
 
-# each term becomes an english tsquery (stemmed; stopwords drop out) and the terms are ORed,
-# as the SQLite store ORs its FTS5 terms; user text is a parameter, never tsquery syntax
-_TSQUERY = (
-    "SELECT string_agg(q::text, ' | ') FROM "
-    "(SELECT plainto_tsquery('english', t) AS q FROM unnest(%s::text[]) AS t) s "
-    "WHERE numnode(q) > 0"
-)
-
 _VECTOR_UPSERT = (
     "INSERT INTO memory_vectors "
     "(memory_id, model_id, environment_id, content_hash, dim, embedding) "
@@ -84,6 +77,7 @@ class PostgresStore:
         self.reviews: Any = substores.build("reviews", self.db)
         self.conversations: Any = substores.build("conversations", self.db)
         self.providers: Any = substores.build("providers", self.db)
+        self._term_frequencies = keywords.TermFrequencies()
 
     def close(self) -> None:
         self.db.close()
@@ -250,13 +244,13 @@ class PostgresStore:
             return []
         cond, params = where(flt)
         with self.db.reader() as conn:
-            row = conn.execute(_TSQUERY, (terms,)).fetchone()
-            if row is None or row[0] is None:
+            tsquery = keywords.plan(conn, terms, self._term_frequencies)
+            if tsquery is None:
                 return []
             rows = conn.execute(
                 "SELECT m.id, ts_rank_cd(m.tsv, k.q) FROM memories m, (SELECT %s::tsquery AS q) k "
                 f"WHERE m.tsv @@ k.q AND {cond} ORDER BY 2 DESC, m.seq DESC LIMIT %s",
-                [row[0], *params, limit],
+                [tsquery, *params, limit],
             ).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
 
@@ -266,37 +260,42 @@ class PostgresStore:
         dim = int(vector.shape[0])
         literal = vectors.vector_literal(vector)
         cond, params = where(flt)
+        # the HNSW index yields the nearest ``pool`` vectors of the model (a materialised
+        # scan, so the planner cannot trade it for a join over every memory); the filter then
+        # applies to each by primary key. If it leaves too few (a small environment or layer),
+        # the memories passing the filter are scanned exactly instead: that scan costs what
+        # the filtered set holds. A filter that passes fewer than ``pool`` memories (an empty
+        # layer, a small environment) goes straight to the exact scan.
+        pool = min(1000, max(2 * limit, 100))
         with self.db.reader() as conn, conn.transaction():
-            # the HNSW scan yields up to ef_search candidates before the filter applies
-            conn.execute(
-                sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    sql.Literal(min(1000, max(40, 2 * limit)))
-                )
-            )
-            hits = self._nearest(conn, model_id, dim, literal, cond, params, limit, exact=False)
-            if len(hits) < limit:
-                # the filter left too few approximate candidates: scan what passes it, exactly
-                hits = self._nearest(conn, model_id, dim, literal, cond, params, limit, exact=True)
-        return hits
-
-    @staticmethod
-    def _nearest(
-        conn: Connection,
-        model_id: str,
-        dim: int,
-        literal: str,
-        cond: str,
-        params: list[Any],
-        limit: int,
-        *,
-        exact: bool,
-    ) -> list[Hit]:
-        model_cond, dist = vectors.distance(model_id, dim, exact=exact)
-        query = sql.SQL(
-            "SELECT m.id, 1 - {dist} FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
-            "WHERE {model_cond} AND " + cond + " ORDER BY {dist}, m.seq LIMIT %s"
-        ).format(dist=dist, model_cond=model_cond)
-        rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
+            passing = conn.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {cond} LIMIT %s) s",
+                [*params, pool],
+            ).fetchone()
+            if passing is None or passing[0] == 0:
+                return []
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(pool)))
+            model_cond, dist = vectors.distance(model_id, dim)
+            query = sql.SQL(
+                "WITH nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
+                "WHERE {model_cond} ORDER BY {dist} LIMIT %s) "
+                "SELECT m.id, 1 - nn.d FROM nn CROSS JOIN LATERAL "
+                "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
+                # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
+                "OFFSET 0) m "
+                "ORDER BY nn.d, m.seq LIMIT %s"
+            ).format(dist=dist, model_cond=model_cond)
+            rows = []
+            if passing[0] >= pool:
+                rows = conn.execute(query, [literal, literal, pool, *params, limit]).fetchall()
+            if len(rows) < limit:
+                model_cond, dist = vectors.distance(model_id, dim, exact=True)
+                query = sql.SQL(
+                    "SELECT m.id, 1 - {dist} FROM memory_vectors v "
+                    "JOIN memories m ON m.id = v.memory_id "
+                    "WHERE {model_cond} AND " + cond + " ORDER BY {dist}, m.seq LIMIT %s"
+                ).format(dist=dist, model_cond=model_cond)
+                rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
 
     def vector_scores(

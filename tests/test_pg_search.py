@@ -1,0 +1,78 @@
+"""PostgreSQL search at a size where its shortcuts apply: keyword terms planned by frequency
+(store/postgres/keywords.py) and the HNSW scan with the filter applied after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from engram import LOCAL, Engram, MemoryFilter, NewMemory
+from engram.store import EmbeddingUpdate
+from engram.store.postgres import PostgresStore, keywords
+from tests.conftest import FakeClock
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(pg_url)
+    yield store
+    store.close()
+
+
+def test_common_terms_are_dropped_when_a_rarer_one_is_left(pg_store: PostgresStore) -> None:
+    engram = Engram(pg_store, clock=FakeClock())
+    engram.environments.create("big", LOCAL)
+    n = keywords.MIN_ROWS_FOR_PRUNING + 100
+    news = [NewMemory(content=f"the billing service number {i}") for i in range(n)]
+    news += [NewMemory(content=f"the zanzibar service restarted, case {i}") for i in range(3)]
+    for start in range(0, len(news), 1000):
+        engram.memories.add_many(news[start : start + 1000], LOCAL, "big")
+    frequencies = keywords.TermFrequencies()
+    with pg_store.db.reader() as conn:
+        both = keywords.plan(conn, ["service", "zanzibar"], frequencies)
+        alone = keywords.plan(conn, ["service"], frequencies)
+        none = keywords.plan(conn, ["the"], frequencies)
+    assert both == "('zanzibar')"  # 'service' is in every memory: it cannot rank
+    assert alone == "('servic')"  # the only term is kept, however common
+    assert none is None  # a stopword leaves nothing to search for
+    hits = engram.search.search(LOCAL, "zanzibar service", environment="big", limit=5)
+    assert len(hits.items) == 3
+    assert all("zanzibar" in h.memory.content for h in hits.items)
+
+
+def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
+    pg_store: PostgresStore,
+) -> None:
+    engram = Engram(pg_store, clock=FakeClock())
+    mine = engram.environments.create("mine", LOCAL)
+    engram.environments.create("other", LOCAL)
+    rng = np.random.default_rng(5)
+
+    def fill(env: str, count: int) -> tuple[list[str], np.ndarray]:
+        added = engram.memories.add_many(
+            [NewMemory(content=f"{env} memory {i}") for i in range(count)], LOCAL, env
+        )
+        vecs = rng.standard_normal((count, 16)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        pending = {p.memory_id: p for p in pg_store.pending_embeddings("m16", limit=10_000)}
+        pg_store.put_embeddings(
+            "m16",
+            [
+                EmbeddingUpdate(m.id, pending[m.id].content_hash, v)
+                for m, v in zip(added, vecs, strict=True)
+            ],
+        )
+        return [m.id for m in added], vecs
+
+    ids, vecs = fill("mine", 400)
+    fill("other", 400)
+    for q in rng.standard_normal((5, 16)).astype(np.float32):
+        q /= np.linalg.norm(q)
+        # limit 10: the HNSW pool of 100 covers both environments, the filter keeps ~half
+        hits = pg_store.vector_search(q, "m16", MemoryFilter(environment_ids=[mine.id]), limit=10)
+        exact = np.argsort(-(vecs @ q))[:10]
+        assert [h.memory_id for h in hits][:5] == [ids[i] for i in exact[:5]]
+        assert len(hits) == 10 and {h.memory_id for h in hits} <= set(ids)
+        assert np.allclose([h.score for h in hits[:5]], (vecs @ q)[exact[:5]], atol=1e-5)
