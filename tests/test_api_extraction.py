@@ -88,6 +88,16 @@ def test_incremental_messages_are_idempotent(live: Live) -> None:
         redelivered = c.extraction.add_messages("sess-1", _turns(1, 5))
         assert redelivered.messages_added == 0 and redelivered.outcomes == []
         assert c.extraction.get_conversation("sess-1").environment_id == env.id
+        # the stored messages, in pages that follow one another without gaps or repeats
+        first_page = c.extraction.messages("sess-1", limit=4)
+        assert [m.position for m in first_page.items] == [1, 2, 3, 4]
+        assert first_page.items[0].content == "Step 1: I moved the job 1 to cron."
+        rest = c.extraction.messages("sess-1", after=first_page.next_after or 0, limit=100)
+        assert [m.position for m in rest.items] == list(range(5, 11)) and rest.next_after is None
+        assert rest.items[-1].external_id == "a5"
+    with live.client(live.owner_token) as raw:
+        bad = raw.get("/api/v1/conversations/sess-1/messages", params={"limit": 0})
+        _error(bad, 422, "invalid_input")
 
 
 def test_feedback_undo_and_review_queue(live: Live) -> None:
@@ -155,6 +165,7 @@ def test_strangers_get_404_and_read_keys_403(live: Live) -> None:
                 {"json": {"messages": msgs, "environment": env.id, "dry_run": True}},
             ),
             ("GET", "/api/v1/conversations/c-1", {}),
+            ("GET", "/api/v1/conversations/c-1/messages", {}),
             ("POST", "/api/v1/conversations/c-1/messages", {"json": {"messages": msgs}}),
             ("POST", "/api/v1/conversations/c-1/extract", {"json": {}}),
             ("POST", f"/api/v1/memories/{fact.id}/feedback", {"json": {"kind": "wrong"}}),

@@ -160,3 +160,9 @@ def test_third_person_rewrite() -> None:
     assert to_third_person("I don't eat meat.", "Mel") == "Mel doesn't eat meat."
     assert to_third_person("I'm from Sweden.", "Mel") == "Mel is from Sweden."
     assert to_third_person("I went home.", "Mel") == "Mel went home."
+    # a subject of two people keeps the plural verb; a second clause still conjugates
+    assert to_third_person("My wife and I use Linux.", "Mel") == "Mel's wife and Mel use Linux."
+    assert to_third_person("I like tea and I drink it daily.", "Mel") == (
+        "Mel likes tea and Mel drinks it daily."
+    )
+    assert to_third_person("We use Go and I like it.", "Mel") == "We use Go and Mel likes it."

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,9 +207,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         bob_token = engram.accounts.issue_key(
             LOCAL, "bob", [Scope.READ, Scope.WRITE], user_id=bob.id
         ).token
+    with running_server(home) as url:
+        yield Served(url, token, bob_token)
+
+
+@contextmanager
+def running_server(home: Path, *args: str) -> Iterator[str]:
+    """``engram serve`` in a subprocess on a free port (``args`` added); yields its loopback URL
+    once /healthz answers, and stops it afterwards."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engram", "serve", "--port", str(port)],
+        [sys.executable, "-m", "engram", "serve", "--port", str(port), *args],
         env=engram_env(home),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -226,7 +234,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 pass
             assert time.monotonic() < deadline, "engram serve did not start"
             time.sleep(0.1)
-        yield Served(url, token, bob_token)
+        yield url
     finally:
         proc.terminate()
         try:

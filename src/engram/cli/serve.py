@@ -27,6 +27,24 @@ def serve(
         float,
         typer.Option(help="Hours between lifecycle maintenance sweeps (0: never)."),
     ] = 6.0,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ENGRAM_PUBLIC_URL",
+            help="Where clients reach the server (behind a proxy): named in the MCP auth "
+            "metadata, and its host accepted on /mcp.",
+        ),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            envvar="ENGRAM_ALLOWED_HOSTS",
+            help="A Host (name or name:port) that /mcp accepts besides the loopback names; "
+            "repeatable. On a non-loopback address with none given, /mcp accepts any Host "
+            "(every request needs a key).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the REST API (docs at /docs, health at /healthz and /readyz, metrics at /metrics).
 
@@ -42,7 +60,14 @@ def serve(
     from engram.cli.keys import bootstrap
     from engram.service.jobs import BackgroundJobs
 
-    server_settings = ServerSettings(host=host, port=port, auth=not no_auth, log_level=log_level)
+    server_settings = ServerSettings(
+        host=host,
+        port=port,
+        auth=not no_auth,
+        log_level=log_level,
+        public_url=public_url,
+        allowed_hosts=tuple(h for value in allowed_host or [] for h in value.split(",") if h),
+    )
     settings = state(ctx).settings
     configure_logging(log_level)
     with Engram.open(settings) as engram:

@@ -117,6 +117,14 @@ class Conversation(_Frozen):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class MessagePage(_Frozen):
+    """Messages of one conversation in order; pass ``next_after`` as ``after`` for the next
+    page (None: this page is the last)."""
+
+    items: list[Message]
+    next_after: int | None = None
+
+
 class ExtractionState(_Frozen):
     """How far extraction has read a conversation: the last message position extracted and
     how many assistant messages had arrived up to it."""

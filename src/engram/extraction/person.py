@@ -51,6 +51,9 @@ def _possessive(name: str) -> str:
     return name + ("'" if name.endswith("s") else "'s")
 
 
+_SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she", "it"})
+
+
 def to_third_person(sentence: str, speaker: str) -> str:
     """``sentence`` about ``speaker`` instead of "I"; other pronouns of the speaker follow."""
     text = sentence.replace("’", "'")
@@ -62,6 +65,7 @@ def to_third_person(sentence: str, speaker: str) -> str:
     out: list[str] = []
     conjugate_next = False
     first_word = True
+    words: list[str] = []  # the words so far, lowercased
     for tok in tokens:
         if tok.isspace() or not re.match(r"[A-Za-z']", tok):
             out.append(tok)
@@ -69,7 +73,9 @@ def to_third_person(sentence: str, speaker: str) -> str:
         low = tok.lower()
         if tok == "I":
             out.append(speaker)
-            conjugate_next = True
+            # "My wife and I use Linux": a plural subject keeps the verb as it is
+            joint = bool(words) and words[-1] == "and" and not _SUBJECTS & set(words)
+            conjugate_next = not (joint and len(words) <= 4)
         elif conjugate_next:
             if low in _ADVERBS:
                 out.append(tok)
@@ -87,5 +93,6 @@ def to_third_person(sentence: str, speaker: str) -> str:
         else:
             out.append(tok)
         first_word = False
+        words.append(low)
     result = "".join(out).strip()
     return result[:1].upper() + result[1:]

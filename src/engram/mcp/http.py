@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -47,22 +48,35 @@ class KeyVerifier(TokenVerifier):
 
 
 def base_url(settings: ServerSettings) -> str:
+    if settings.public_url:
+        return settings.public_url.rstrip("/")
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     return f"http://{host}:{settings.port}"
 
 
 def transport_security(settings: ServerSettings) -> TransportSecuritySettings:
-    """Host and Origin allow-lists: loopback names on a loopback bind, else the bind address."""
+    """Host and Origin allow-lists (DNS rebinding protection): the loopback names on a loopback
+    bind, plus the public URL's host and any allowed hosts. A server on another address needs
+    a key on every request, which a rebinding page cannot present: there the lists apply only
+    when some are configured, so that clients may reach it under any name (a proxy, an IP)."""
+    extra = list(settings.allowed_hosts)
+    if settings.public_url:
+        parsed = urlsplit(settings.public_url)
+        extra.append(parsed.netloc.rsplit("@", 1)[-1])
     hosts = ["127.0.0.1", "localhost", "[::1]"] if is_loopback(settings.host) else []
-    if not is_loopback(settings.host):
-        hosts.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
+    if not hosts and not extra:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts += extra
+    patterns = [p for h in hosts for p in ((h,) if _has_port(h) else (h, f"{h}:*"))]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[p for h in hosts for p in (h, f"{h}:*")],
-        allowed_origins=[
-            f"{s}://{h}{p}" for h in hosts for s in ("http", "https") for p in ("", ":*")
-        ],
+        allowed_hosts=patterns,
+        allowed_origins=[f"{s}://{p}" for p in patterns for s in ("http", "https")],
     )
+
+
+def _has_port(host: str) -> bool:
+    return host.rsplit("]", 1)[-1].count(":") == 1
 
 
 def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
-from engram.extraction.conversation import Conversation, NewMessage
+from engram.extraction.conversation import Conversation, MessagePage, NewMessage
 from engram.lifecycle.report import MaintenanceReport, WriteOutcome
 from engram.models import Memory, NewMemory
 from engram.sdk._calls import Call, _json, _params
@@ -60,6 +60,12 @@ class ExtractionCalls:
 
     def get_conversation(self, conversation_id: str) -> Call[Conversation]:
         return Call("GET", f"/api/v1/conversations/{conversation_id}", Conversation)
+
+    def messages(
+        self, conversation_id: str, *, after: int = 0, limit: int = 100
+    ) -> Call[MessagePage]:
+        params = {"after": after, "limit": limit}
+        return Call("GET", f"/api/v1/conversations/{conversation_id}/messages", MessagePage, params)
 
 
 class LifecycleCalls:

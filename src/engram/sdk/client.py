@@ -201,12 +201,14 @@ class Extraction(_Resource[ExtractionCalls]):
     extract = _Sync(ExtractionCalls.extract)
     add_messages = _Sync(ExtractionCalls.add_messages)
     get_conversation = _Sync(ExtractionCalls.get_conversation)
+    messages = _Sync(ExtractionCalls.messages)
 
 
 class AsyncExtraction(_Resource[ExtractionCalls]):
     extract = _Async(ExtractionCalls.extract)
     add_messages = _Async(ExtractionCalls.add_messages)
     get_conversation = _Async(ExtractionCalls.get_conversation)
+    messages = _Async(ExtractionCalls.messages)
 
 
 class Lifecycle(_Resource[LifecycleCalls]):
@@ -235,7 +237,7 @@ class Client:
     delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
-    add_messages, get_conversation) and ``client.lifecycle`` (remember, feedback, undo,
+    add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
     maintain, reviews, resolve_review).
     """
 

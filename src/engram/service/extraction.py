@@ -23,6 +23,7 @@ from engram.extraction.conversation import (
     Conversation,
     ExtractionState,
     Message,
+    MessagePage,
     NewConversation,
     NewMessage,
     Role,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from engram.service.engram import Engram
 
 MAX_MESSAGES = 5000
+MAX_MESSAGE_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,20 @@ class ExtractionService:
                 f"conversation {conversation_id!r} does not exist", conversation=conversation_id
             )
         return conv
+
+    def messages(
+        self, conversation_id: str, actor: Actor, *, after: int = 0, limit: int = 100
+    ) -> MessagePage:
+        """A page of a stored conversation's messages, those after position ``after``."""
+        if not 1 <= limit <= MAX_MESSAGE_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_MESSAGE_PAGE}, got {limit}")
+        if after < 0:
+            raise InvalidInput(f"after must not be negative, got {after}")
+        conv = self.get_conversation(conversation_id, actor)
+        items = self.conversations.messages(conv.id, after=after, limit=limit + 1)
+        more = len(items) > limit
+        items = items[:limit]
+        return MessagePage(items=items, next_after=items[-1].position if more else None)
 
     def start(
         self, new: NewConversation, actor: Actor, environment: str | None = None

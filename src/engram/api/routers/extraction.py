@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.api.deps import ActorDep, EngramDep
-from engram.extraction.conversation import Conversation, NewMessage, SourceName
+from engram.extraction.conversation import Conversation, MessagePage, NewMessage, SourceName
 from engram.service.extraction import MAX_MESSAGES, ConversationInput, ExtractionResult
 
 router = APIRouter(tags=["extraction"])
@@ -61,6 +61,22 @@ def get_conversation(
     conversation_id: ConversationPath, engram: EngramDep, actor: ActorDep
 ) -> Conversation:
     return engram.extraction.get_conversation(conversation_id, actor)
+
+
+@router.get(
+    "/conversations/{conversation_id}/messages",
+    summary="A page of a stored conversation's messages, in order",
+)
+def list_messages(
+    conversation_id: ConversationPath,
+    engram: EngramDep,
+    actor: ActorDep,
+    after: Annotated[
+        int, Query(ge=0, description="Only messages after this position (a page's next_after).")
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> MessagePage:
+    return engram.extraction.messages(conversation_id, actor, after=after, limit=limit)
 
 
 @router.post(

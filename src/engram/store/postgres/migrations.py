@@ -291,6 +291,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE memories ADD COLUMN thread TEXT",
         ),
     ),
+    Migration(
+        "0008_audit_newest_first",
+        (
+            # 'newest N entries of a user or environment' walks these instead of sorting
+            "DROP INDEX audit_log_user",
+            "CREATE INDEX audit_log_user ON audit_log (user_id, seq)",
+            "DROP INDEX audit_log_env",
+            "CREATE INDEX audit_log_env ON audit_log (environment_id, seq)",
+        ),
+    ),
 )
 
 

@@ -256,6 +256,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE memories ADD COLUMN thread TEXT",
         ),
     ),
+    Migration(
+        "0013_audit_newest_first",
+        (
+            # 'newest N entries of a user or environment' walks these (they end in the rowid,
+            # seq) instead of reading and sorting all of that user's entries
+            "DROP INDEX audit_log_user",
+            "CREATE INDEX audit_log_user ON audit_log (user_id)",
+            "DROP INDEX audit_log_env",
+            "CREATE INDEX audit_log_env ON audit_log (environment_id)",
+        ),
+    ),
 )
 
 
