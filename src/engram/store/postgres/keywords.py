@@ -5,13 +5,18 @@ Ranking with ``ts_rank_cd`` costs one call per matching row, so a term found in 
 memories, half a second at 100k. As in the SQLite store, terms are taken rarest first, up to a
 budget of postings, and a term in half the memories or more is dropped when a rarer one is
 left (it cannot separate memories anyway). Term frequencies are counted through the GIN
-index, capped at the budget, and cached per process for a few minutes.
+index, capped at the budget, and cached per process for a few minutes. A table that has grown
+far past its planner statistics (a bulk load before autovacuum's pass) is analyzed first.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from dataclasses import dataclass
+
+import psycopg
 
 from engram.store.postgres.db import Connection
 
@@ -19,6 +24,8 @@ POSTINGS_BUDGET = 2500
 COMMON_SHARE = 0.5
 MIN_ROWS_FOR_PRUNING = 2000
 CACHE_SECONDS = 300.0
+
+log = logging.getLogger(__name__)
 
 # each term's english tsquery (stemmed; stopwords give an empty query and drop out)
 _LEXEMES = (
@@ -42,8 +49,14 @@ class TermFrequencies:
             value, at = self._total
         if now - at < CACHE_SECONDS:
             return value
-        row = conn.execute("SELECT count(*) FROM memories").fetchone()
+        row = conn.execute(
+            "SELECT count(*), (SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) "
+            "FROM memories"
+        ).fetchone()
         value = int(row[0]) if row else 0
+        estimate = float(row[1]) if row and row[1] is not None else -1.0
+        if value >= MIN_ROWS_FOR_PRUNING and (estimate < 0 or value > 2 * estimate + 1000):
+            _analyze(conn)
         with self._lock:
             self._total = (value, now)
         return value
@@ -63,23 +76,48 @@ class TermFrequencies:
         return value
 
 
-def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> str | None:
-    """The tsquery text to search for (the kept terms ORed), or None if no term is left."""
+@dataclass(frozen=True)
+class Plan:
+    tsquery: str
+    """The kept terms' queries, ORed."""
+    bounded: bool
+    """The terms are known to match at most ``POSTINGS_BUDGET`` memories in all: the search
+    may read every match through the GIN index, whatever the rest of the filter."""
+
+
+def _analyze(conn: Connection) -> None:
+    """Statistics for the planner after a bulk load, before autovacuum has come by: without
+    them it takes the table for tiny and scans it instead of using the GIN index (7 ms per
+    query at 10k memories, growing with the table). Skipped if the role may not analyze."""
+    try:
+        conn.execute("ANALYZE memories")
+    except psycopg.Error as exc:
+        log.info("ANALYZE memories skipped: %s", exc)
+
+
+def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> Plan | None:
+    """What to search for, or None if no term is left (stopwords only)."""
     lexemes = {t: q for t, q in conn.execute(_LEXEMES, (terms,)).fetchall()}
     queries = list(dict.fromkeys(lexemes[t] for t in terms if t in lexemes))
     if not queries:
         return None
-    if len(queries) > 1:
-        total = frequencies.total(conn)
-        if total >= MIN_ROWS_FOR_PRUNING:
-            cap = min(POSTINGS_BUDGET + 1, max(1, int(total * COMMON_SHARE)))
-            df = {q: frequencies.docs(conn, q, cap) for q in queries}
-            chosen: list[str] = []
-            postings = 0
-            for q in sorted(queries, key=lambda q: df[q]):
-                if chosen and (df[q] >= cap or postings + df[q] > POSTINGS_BUDGET):
-                    break
-                chosen.append(q)
-                postings += df[q]
-            queries = [q for q in queries if q in chosen]
+    total = frequencies.total(conn)
+    if total < MIN_ROWS_FOR_PRUNING:
+        return Plan(_or(queries), bounded=True)
+    cap = min(POSTINGS_BUDGET + 1, max(1, int(total * COMMON_SHARE)))
+    df = {q: frequencies.docs(conn, q, cap) for q in queries}
+    chosen: list[str] = []
+    postings = 0
+    for q in sorted(queries, key=lambda q: df[q]):
+        if chosen and (df[q] >= cap or postings + df[q] > POSTINGS_BUDGET):
+            break
+        chosen.append(q)
+        postings += df[q]
+    kept = [q for q in queries if q in chosen]
+    # a count that reached the cap is a lower bound: such a term may match many more
+    bounded = postings <= POSTINGS_BUDGET and all(df[q] < cap for q in chosen)
+    return Plan(_or(kept), bounded=bounded)
+
+
+def _or(queries: list[str]) -> str:
     return " | ".join(f"({q})" for q in queries)

@@ -10,6 +10,7 @@ are found by :mod:`.substores`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -55,6 +56,9 @@ _UPSERT = (
     f"VALUES ({', '.join(['%s'] * len(WRITE_COLUMNS))}) ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id")
 )
+
+PARALLEL_PUT_FROM = 64
+"""Vectors per put_embeddings call from which the upserts run on two connections at once."""
 
 _VECTOR_UPSERT = (
     "INSERT INTO memory_vectors "
@@ -244,13 +248,20 @@ class PostgresStore:
             return []
         cond, params = where(flt)
         with self.db.reader() as conn:
-            tsquery = keywords.plan(conn, terms, self._term_frequencies)
-            if tsquery is None:
+            planned = keywords.plan(conn, terms, self._term_frequencies)
+            if planned is None:
                 return []
+            # few matches in all: read them through the GIN index (OFFSET 0 keeps the planner
+            # from trading that for a scan of the filter's rows, its choice without statistics)
+            source = (
+                "(SELECT * FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
+                if planned.bounded
+                else "(SELECT * FROM memories WHERE tsv @@ %s::tsquery) m"
+            )
             rows = conn.execute(
-                "SELECT m.id, ts_rank_cd(m.tsv, k.q) FROM memories m, (SELECT %s::tsquery AS q) k "
-                f"WHERE m.tsv @@ k.q AND {cond} ORDER BY 2 DESC, m.seq DESC LIMIT %s",
-                [tsquery, *params, limit],
+                f"SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) FROM {source} WHERE {cond} "
+                "ORDER BY 2 DESC, m.seq DESC LIMIT %s",
+                [planned.tsquery, planned.tsquery, *params, limit],
             ).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
 
@@ -337,22 +348,30 @@ class PostgresStore:
         with self.db.tx() as conn:
             for dim in sorted({int(u.vector.shape[0]) for u in updates}):
                 vectors.ensure_index(conn, model_id, dim)
-            with conn.cursor() as cur:
-                cur.executemany(
-                    _VECTOR_UPSERT,
-                    [
-                        (
-                            model_id,
-                            u.content_hash,
-                            int(u.vector.shape[0]),
-                            vectors.vector_literal(u.vector),
-                            u.memory_id,
-                        )
-                        # rows locked in one order everywhere: concurrent upserters (indexers,
-                        # maintenance runs) queue instead of deadlocking
-                        for u in sorted(updates, key=lambda u: u.memory_id)
-                    ],
-                )
+        # rows locked in one order everywhere: concurrent upserters (indexers, maintenance
+        # runs) queue instead of deadlocking
+        rows = [
+            (
+                model_id,
+                u.content_hash,
+                int(u.vector.shape[0]),
+                vectors.vector_literal(u.vector),
+                u.memory_id,
+            )
+            for u in sorted(updates, key=lambda u: u.memory_id)
+        ]
+        if len(rows) < PARALLEL_PUT_FROM:
+            self._put_rows(rows)
+            return
+        # HNSW inserts dominate and run in the server process of each connection: two
+        # transactions over disjoint halves use two cores (measured: twice the rate)
+        half = len(rows) // 2
+        with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
+            list(pool.map(self._put_rows, (rows[:half], rows[half:])))
+
+    def _put_rows(self, rows: list[tuple[str, str, int, str, str]]) -> None:
+        with self.db.tx() as conn, conn.cursor() as cur:
+            cur.executemany(_VECTOR_UPSERT, rows)
 
     def prune_embeddings(self, keep_model_id: str) -> int:
         with self.db.tx() as conn:

@@ -17,6 +17,11 @@ from psycopg import sql
 from engram.store.postgres.db import Connection
 from engram.store.protocol import Vector
 
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 32
+"""Half pgvector's default (64): measured here on 20k static-model vectors, inserts run twice as
+fast (512/s against 259/s) for recall@100 at ef_search 200 of 0.938 against 0.955."""
+
 
 def vector_literal(vector: Vector) -> str:
     """pgvector's text form, ``[x,y,...]``."""
@@ -41,8 +46,16 @@ def ensure_index(conn: Connection, model_id: str, dim: int) -> None:
     conn.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON memory_vectors USING hnsw "
-            "((embedding::vector({})) vector_cosine_ops) WHERE model_id = {} AND dim = {}"
-        ).format(sql.Identifier(name), sql.Literal(dim), sql.Literal(model_id), sql.Literal(dim))
+            "((embedding::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
+            "WHERE model_id = {} AND dim = {}"
+        ).format(
+            sql.Identifier(name),
+            sql.Literal(dim),
+            sql.Literal(HNSW_M),
+            sql.Literal(HNSW_EF_CONSTRUCTION),
+            sql.Literal(model_id),
+            sql.Literal(dim),
+        )
     )
 
 
