@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from engram import LOCAL, Engram, NewMemory
+from engram import LOCAL, Engram, MemoryFilter, NewMemory
 from engram.retrieval.models import SearchMode
 from engram.retrieval.provenance import Provenance, adjust, named_authors, thread_strength
 from engram.retrieval.scoring import FactorWeights, LayerScoring, ScoringConfig
@@ -76,8 +76,12 @@ def test_thread_is_stored_and_returned(engram: Engram) -> None:
     memory = engram.memories.add(NewMemory(content="Booked the flights", thread="chat-42"), LOCAL)
     assert memory.thread == "chat-42"
     assert engram.memories.get(memory.id, LOCAL).thread == "chat-42"
-    listed = engram.memories.list_memories(LOCAL).items
-    assert [m.thread for m in listed] == ["chat-42"]
+    other = engram.memories.add(NewMemory(content="Paid the hotel", thread="chat-7"), LOCAL)
+    engram.memories.add(NewMemory(content="No thread here"), LOCAL)
+    listed = engram.memories.list_memories(LOCAL, MemoryFilter(threads=["chat-42"])).items
+    assert [m.id for m in listed] == [memory.id]
+    both = engram.memories.list_memories(LOCAL, MemoryFilter(threads=["chat-42", "chat-7"]))
+    assert {m.id for m in both.items} == {memory.id, other.id} and both.total == 2
     with pytest.raises(ValueError, match="thread"):
         NewMemory(content="x", thread="")
 

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from engram import Layer, MemoryPatch, NewMemory, NotFound, PermissionDenied, ProcedureDetails
+from engram import (
+    Layer,
+    MemoryFilter,
+    MemoryPatch,
+    NewMemory,
+    NotFound,
+    PermissionDenied,
+    ProcedureDetails,
+)
 from engram.accounts import AuditQuery, Role, Scope
 from engram.models import Memory
 from engram.sdk import AsyncClient, Client
@@ -22,7 +30,11 @@ def test_client_happy_path(live: Live) -> None:
         env = c.environments.create("sdk")
         fact = c.facts.add(NewMemory(content="Prefers pnpm", tags=["js"]), env.id)
         assert isinstance(fact, Memory) and fact.environment_id == env.id
-        more = c.facts.add_many([NewMemory(content="a"), NewMemory(content="b")], env.id)
+        more = c.facts.add_many(
+            [NewMemory(content="a", thread="chat-1"), NewMemory(content="b")], env.id
+        )
+        in_thread = c.facts.list(MemoryFilter(threads=["chat-1"]), environment=env.id)
+        assert [m.id for m in in_thread.items] == [more[0].id] and more[0].thread == "chat-1"
         edited = c.facts.update(fact.id, MemoryPatch(content="Prefers bun"), reason="switched")
         assert edited.version == 2
         assert [v.reason for v in c.facts.history(fact.id)] == ["", "switched"]

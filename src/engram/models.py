@@ -310,6 +310,9 @@ class MemoryFilter(_Input):
     min_importance: Score | None = None
     max_importance: Score | None = None
     ids: list[str] = Field(default_factory=list)
+    threads: list[str] = Field(
+        default_factory=list, description="memories from any of these conversations or sessions"
+    )
 
     @model_validator(mode="after")
     def _ranges(self) -> MemoryFilter:

@@ -60,6 +60,9 @@ class MemoryQuery(_Body):
     environment: str | None = Field(default=None, description="name or id; default: yours")
     category: list[str] = Field(default_factory=list)
     tag: list[str] = Field(default_factory=list, description="memories carrying all of these")
+    thread: list[str] = Field(
+        default_factory=list, description="memories from any of these conversations or sessions"
+    )
     status: list[Status] = Field(default_factory=lambda: [Status.ACTIVE])
     created_after: datetime | None = None
     created_before: datetime | None = None
@@ -76,6 +79,7 @@ class MemoryQuery(_Body):
             layers=[layer],
             categories=self.category,
             tags=self.tag,
+            threads=self.thread,
             statuses=self.status,
             created_after=self.created_after,
             created_before=self.created_before,

@@ -110,6 +110,9 @@ def list_(
     layer: Annotated[list[Layer] | None, typer.Option("--layer", "-l")] = None,
     category: Annotated[list[str] | None, typer.Option("--category", "-c")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="All must match.")] = None,
+    thread: Annotated[
+        list[str] | None, typer.Option("--thread", help="From this conversation or session.")
+    ] = None,
     status: Annotated[
         list[Status] | None, typer.Option("--status", "-s", help="Default: active.")
     ] = None,
@@ -128,6 +131,7 @@ def list_(
         layers=layer or [],
         categories=category or [],
         tags=tag or [],
+        threads=thread or [],
         statuses=status or [Status.ACTIVE],
         created_after=since,
         created_before=until,

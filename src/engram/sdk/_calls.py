@@ -132,6 +132,7 @@ class LayerCalls:
             environment=environment,
             category=f.categories,
             tag=f.tags,
+            thread=f.threads,
             status=[s.value for s in f.statuses],
             created_after=f.created_after,
             created_before=f.created_before,

@@ -107,6 +107,7 @@ def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     any_of("category", flt.categories)
     any_of("status", [v.value for v in flt.statuses])
     any_of("id", flt.ids)
+    any_of("thread", flt.threads)
     if flt.tags:
         # jsonb containment: every listed tag is in the array (GIN jsonb_path_ops index)
         conds.append(f"{alias}.tags @> %s")

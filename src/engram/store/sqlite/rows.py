@@ -110,6 +110,7 @@ def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     in_list("category", flt.categories)
     in_list("status", [v.value for v in flt.statuses])
     in_list("id", flt.ids)
+    in_list("thread", flt.threads)
     for tag in flt.tags:
         conds.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
         params.append(tag)
