@@ -10,11 +10,12 @@ catches up on its next search.
 Filtering by environment, layer and status happens in numpy on the whole matrix. Up to
 ``PROJECT_FROM`` rows the scan is exact. Beyond, the scan is two-stage: the matrix is also kept
 projected onto its 128 principal directions (fitted on a sample, refitted when the matrix has
-doubled), the projection picks ``4 × limit`` (at least 400) candidates and those are re-scored
-exactly, so the scores returned are exact cosines. At 100k × 384 this cuts the scan from about
-7 ms to 2 ms (memory bandwidth); the exact top 100 lands in the 400 picked for 99.5 % of
-queries on random-word synthetic data and 100 % on LoCoMo turns. No ANN index is used: the scan
-stays exact in what it returns, filterable, and free of build time (see bench/latency).
+doubled; a fit costs the one search that triggers it a few hundred ms at 100k), the projection
+picks ``4 × limit`` (at least 400) candidates and those are re-scored exactly, so the scores
+returned are exact cosines. At 100k × 384 this cuts the scan from about 7 ms to 2 ms (memory
+bandwidth); the exact top 100 lands in the 400 picked for 99.5 % of queries on random-word
+synthetic data and 100 % on LoCoMo turns. No ANN index is used: the scan stays exact in what it
+returns, filterable, and free of build time (see bench/latency).
 """
 
 from __future__ import annotations
