@@ -16,8 +16,9 @@ from engram.store.sqlite import SQLiteStore
 CHILD = """
 import sys
 from engram import LOCAL, Engram, NewMemory
-from engram.store.sqlite import SQLiteStore
+from engram.store.sqlite import SQLiteStore, checkpoint
 
+exec(sys.argv[2])  # the test's setup, if any
 engram = Engram(SQLiteStore(sys.argv[1]))
 i = 0
 while True:
@@ -27,22 +28,29 @@ while True:
 """
 
 
-def test_sigkill_mid_stream_keeps_acknowledged_writes(tmp_path: Path) -> None:
-    db = tmp_path / "crash.db"
+def acknowledged_then_killed(db: Path, count: int, setup: str = "") -> list[str]:
+    """Run a child writing memories one by one into ``db`` (after running ``setup``), SIGKILL
+    it once it has acknowledged ``count`` writes; return the acknowledged ids."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", CHILD, str(db), setup], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     acknowledged: list[str] = []
     deadline = time.monotonic() + 60
-    while len(acknowledged) < 300 and time.monotonic() < deadline:
+    while len(acknowledged) < count and time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
             break
         acknowledged.append(line.strip())
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert len(acknowledged) >= 300, "the child wrote too little before the deadline"
+    assert len(acknowledged) >= count, "the child wrote too little before the deadline"
+    return acknowledged
+
+
+def test_sigkill_mid_stream_keeps_acknowledged_writes(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    acknowledged = acknowledged_then_killed(db, 300)
 
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

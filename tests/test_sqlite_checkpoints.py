@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +21,7 @@ from engram.lifecycle.changes import record as record_change
 from engram.models import Action, MemoryFilter
 from engram.store.sqlite import SQLiteStore, checkpoint
 from tests.sql import query
+from tests.test_crash import acknowledged_then_killed
 
 FRAME = 4096 + 24  # a WAL frame: header and one page
 
@@ -139,38 +137,11 @@ def test_a_new_memory_that_reuses_a_stored_id_is_a_conflict(tmp_path: Path) -> N
     store.close()
 
 
-CHILD = """
-import sys
-from engram import LOCAL, Engram, NewMemory
-from engram.store.sqlite import SQLiteStore, checkpoint
-
-checkpoint.LOG_LIMIT = 150  # restart the log every few writes
-checkpoint.CHANGES_PER_PASS = 30
-engram = Engram(SQLiteStore(sys.argv[1]))
-i = 0
-while True:
-    m = engram.memories.add(NewMemory(content=f"checkpointed item {i}"), LOCAL)
-    print(m.id, flush=True)  # acknowledged: the commit has returned
-    i += 1
-"""
-
-
 def test_sigkill_during_checkpoints_keeps_acknowledged_writes(tmp_path: Path) -> None:
     db = tmp_path / "k.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None
-    acknowledged: list[str] = []
-    deadline = time.monotonic() + 60
-    while len(acknowledged) < 400 and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        acknowledged.append(line.strip())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert len(acknowledged) >= 400, "the child wrote too little before the deadline"
+    # restart the log every few writes
+    setup = "checkpoint.LOG_LIMIT = 150; checkpoint.CHANGES_PER_PASS = 30"
+    acknowledged = acknowledged_then_killed(db, 400, setup)
 
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -125,7 +125,8 @@ class SearchService:
         for fields in rows:
             a = adjusted[fields.memory_id]
             values, weights = factor_values(fields, a.relevance, now, self.scoring)
-            scored.append((total(values, weights), fields.memory_id, a, values, weights))
+            f = fused[fields.memory_id]
+            scored.append((total(values, weights), fields.memory_id, f, a, values, weights))
         scored.sort(key=lambda s: (-s[0], s[1]))
         top = scored[:limit]
         memories = {m.id: m for m in self._store.get([s[1] for s in top])}
@@ -146,9 +147,8 @@ class SearchService:
                     thread_support=a.thread_support,
                 ),
             )
-            for value, memory_id, a, values, weights in top
+            for value, memory_id, f, a, values, weights in top
             if memory_id in memories
-            for f in (fused[memory_id],)
         ]
 
     def keyword_by_layer(

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import psycopg
 
 from engram.store.postgres.db import Connection
+from engram.store.term_budget import COMMON_SHARE, POSTINGS_BUDGET, rarest_first
 
-POSTINGS_BUDGET = 2500
-COMMON_SHARE = 0.5
 MIN_ROWS_FOR_PRUNING = 2000
 CACHE_SECONDS = 300.0
 
@@ -106,16 +105,9 @@ def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> Pl
         return Plan(_or(queries), bounded=True)
     cap = min(POSTINGS_BUDGET + 1, max(1, int(total * COMMON_SHARE)))
     df = {q: frequencies.docs(conn, q, cap) for q in queries}
-    chosen: list[str] = []
-    postings = 0
-    for q in sorted(queries, key=lambda q: df[q]):
-        if chosen and (df[q] >= cap or postings + df[q] > POSTINGS_BUDGET):
-            break
-        chosen.append(q)
-        postings += df[q]
-    kept = [q for q in queries if q in chosen]
+    kept = rarest_first(queries, df, cap)
     # a count that reached the cap is a lower bound: such a term may match many more
-    bounded = postings <= POSTINGS_BUDGET and all(df[q] < cap for q in chosen)
+    bounded = sum(df[q] for q in kept) <= POSTINGS_BUDGET and all(df[q] < cap for q in kept)
     return Plan(_or(kept), bounded=bounded)
 
 

@@ -8,8 +8,8 @@ after ranking every match.
 Terms that occur in more than half of the indexed rows are dropped from a query: BM25 gives them
 an IDF of about zero, so they change no ranking, but matching them would make FTS5 score every
 row (the difference between 3 ms and 300 ms at 100k memories). Beyond that, the rarest terms are
-kept until ``POSTINGS_BUDGET`` matching rows: a bound on the cost of one keyword query, which
-only bites on large stores (the semantic stream still sees the whole query).
+kept until ``term_budget.POSTINGS_BUDGET`` matching rows: a bound on the cost of one keyword
+query, which only bites on large stores (the semantic stream still sees the whole query).
 """
 
 from __future__ import annotations
@@ -28,15 +28,13 @@ from engram.models import (
     ProcedureDetails,
     search_text,
 )
+from engram.store.term_budget import COMMON_SHARE, rarest_first
 from engram.text import content_words
 
 CONTEXT_WEIGHT = 0.5
 """BM25 weight of the keyword-only context column, relative to the memory's own text."""
-COMMON_SHARE = 0.5
 MIN_ROWS_FOR_PRUNING = 1000
-POSTINGS_BUDGET = 2500
-"""At most this many matching rows are scored per query (rarest terms first; the rarest term
-is always kept): FTS5 scores every row that matches any term, ~3 µs each."""
+# FTS5 scores every row that matches any term, ~3 µs each: see term_budget for the bound
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -176,15 +174,7 @@ def plan(
     kept = terms
     if len(terms) > 1 and total >= MIN_ROWS_FOR_PRUNING:
         frequency = {term: docs.get(stems[term], 0) for term in terms}
-        chosen: list[str] = []
-        postings = 0
-        for term in sorted(terms, key=lambda t: frequency[t]):
-            df = frequency[term]
-            if chosen and (df >= total * COMMON_SHARE or postings + df > POSTINGS_BUDGET):
-                break
-            chosen.append(term)
-            postings += df
-        kept = [t for t in terms if t in chosen]
+        kept = rarest_first(terms, frequency, total * COMMON_SHARE)
     parts = [_any("{text context}", kept)]
     for tokens in (envs, layers):
         if tokens and sum(docs.get(t, 0) for t in tokens) < total * COMMON_SHARE:
