@@ -13,7 +13,7 @@ from engram.store.sqlite import SQLiteStore
 
 def query(store: Store, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     if isinstance(store, SQLiteStore):
-        return [tuple(r) for r in store.reader().execute(sql, params).fetchall()]
+        return [tuple(r) for r in store.db.reader().execute(sql, params).fetchall()]
     from engram.store.postgres import PostgresStore
 
     assert isinstance(store, PostgresStore)

@@ -56,7 +56,7 @@ def conversation_store_for(store: Store) -> ConversationStore:
     if isinstance(store, SQLiteStore):
         from engram.store.sqlite.conversations import SQLiteConversationStore
 
-        return SQLiteConversationStore(store)
+        return SQLiteConversationStore(store.db)
     found = getattr(store, "conversations", None)  # a store that carries its own (PostgreSQL)
     if found is not None:
         return cast(ConversationStore, found)

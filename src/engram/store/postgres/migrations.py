@@ -11,15 +11,25 @@ can be distributed by environment (Citus) when one server is not enough.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import psycopg
 
 from engram.errors import StorageError
 
-if TYPE_CHECKING:
-    from engram.store.postgres.db import Connection, PostgresDatabase
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+class Database(Protocol):
+    """What :func:`migrate` needs of a :class:`~engram.store.postgres.db.PostgresDatabase`
+    (which runs it on open: db.py imports this module, never the reverse)."""
+
+    def advisory_lock(self, name: str, *, wait: bool = True) -> AbstractContextManager[bool]: ...
+
+    def connection(self) -> AbstractContextManager[Connection]: ...
+
 
 LOCK_NAME = "schema_migrations"
 
@@ -334,7 +344,7 @@ def _exists(conn: Connection) -> bool:
     return bool(row and row[0])
 
 
-def migrate(db: PostgresDatabase, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[str]:
+def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[str]:
     """Apply every migration not yet recorded; return the names applied now."""
     ran: list[str] = []
     with db.advisory_lock(LOCK_NAME), db.connection() as conn:

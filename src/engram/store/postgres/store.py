@@ -18,12 +18,14 @@ from typing import Any
 from psycopg import sql
 
 from engram.accounts import AuditEntry
-from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.store.columns import ORDER_SQL
 from engram.store.postgres import keywords, substores, vectors
 from engram.store.postgres.db import Connection, PostgresDatabase
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
+    ROWS,
     WRITE_COLUMNS,
     environment_from_row,
     memory_from_row,
@@ -40,16 +42,6 @@ from engram.store.protocol import (
     Vector,
 )
 from engram.text import content_words
-
-_ORDERS = {
-    "updated_at": "m.updated_at ASC",
-    "-updated_at": "m.updated_at DESC",
-    "created_at": "m.created_at ASC",
-    "-created_at": "m.created_at DESC",
-    "importance": "m.importance ASC",
-    "-importance": "m.importance DESC",
-    "-access_count": "m.access_count DESC",
-}
 
 _UPSERT = (
     f"INSERT INTO memories ({', '.join(WRITE_COLUMNS)}) "
@@ -184,7 +176,7 @@ class PostgresStore:
                 "thread FROM memories WHERE id = ANY(%s)",
                 (list(dict.fromkeys(memory_ids)),),
             ).fetchall()
-        return [RankFields(r[0], Layer(r[1]), *r[2:]) for r in rows]
+        return [ROWS.rank_fields(r) for r in rows]
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
@@ -193,7 +185,7 @@ class PostgresStore:
         with self.db.reader() as conn:
             rows = conn.execute(
                 f"SELECT {memory_select()} FROM memories m WHERE {cond} "
-                f"ORDER BY {_ORDERS[order]}, m.seq DESC LIMIT %s OFFSET %s",
+                f"ORDER BY {ORDER_SQL[order]}, m.seq DESC LIMIT %s OFFSET %s",
                 [*params, limit, offset],
             ).fetchall()
         return [memory_from_row(r) for r in rows]
@@ -211,18 +203,7 @@ class PostgresStore:
                 "FROM memory_versions WHERE memory_id = %s ORDER BY version",
                 (memory_id,),
             ).fetchall()
-        return [
-            MemoryVersion(
-                memory_id=r[0],
-                version=r[1],
-                action=r[2],
-                at=r[3],
-                actor=r[4],
-                reason=r[5],
-                snapshot=Memory.model_validate_json(r[6]),
-            )
-            for r in rows
-        ]
+        return [ROWS.version(r) for r in rows]
 
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:

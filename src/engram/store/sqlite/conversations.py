@@ -14,7 +14,7 @@ from engram.extraction.conversation import (
     NewMessage,
     Role,
 )
-from engram.store.sqlite.store import SQLiteStore
+from engram.store.sqlite.db import SQLiteDatabase
 
 _CONV_COLS = "id, environment_id, source, title, started_at, created_at, metadata"
 _MSG_COLS = "id, conversation_id, position, role, author, content, created_at, external_id"
@@ -56,7 +56,7 @@ def _message(row: Sequence[Any]) -> Message:
 class SQLiteConversationStore:
     """Implements :class:`engram.store.conversations.ConversationStore`."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     def create_conversation(self, conversation: Conversation) -> bool:
