@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.api.settings import ServerSettings
+from engram.config import ServerSettings
 from engram.errors import InvalidInput
 from engram.mcp.http import base_url, transport_security
 from tests.test_mcp_transports import INITIALIZE, MCP_HEADERS, engram_cli, running_server

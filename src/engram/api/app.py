@@ -1,4 +1,5 @@
 """The app factory: the REST API over one :class:`Engram`, configured by :class:`ServerSettings`.
+``engram serve`` runs it with MCP mounted beside it (:func:`engram.servers.http_app`).
 
 Adding a resource is one module in ``engram.api.routers`` exposing ``router`` and one line in
 :data:`RESOURCES`.
@@ -28,7 +29,7 @@ from engram.api.routers import (
     soul,
     users,
 )
-from engram.api.settings import ServerSettings
+from engram.config import ServerSettings
 from engram.service import Engram
 
 API_PREFIX = "/api/v1"
@@ -71,7 +72,4 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
-    from engram.mcp.http import mount as mount_mcp  # MCP at /mcp, same keys
-
-    mount_mcp(app, service, settings)
-    return app
+    return app  # engram.servers.http_app mounts MCP at /mcp beside it

@@ -46,7 +46,6 @@ def root(
         typer.Option(
             "--home",
             help="Data directory (default: ENGRAM_HOME, else the platform's user data dir).",
-            envvar="ENGRAM_HOME",
         ),
     ] = None,
     database_url: Annotated[

@@ -4,7 +4,6 @@ domain errors become one-line messages."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -78,7 +77,7 @@ def service(ctx: typer.Context) -> Iterator[tuple[Engram, CliState]]:
 
 def make_state(home: Path | None) -> CliState:
     settings = Settings.load(home)
-    return CliState(settings=settings, env_override=os.environ.get("ENGRAM_ENV") or None)
+    return CliState(settings=settings, env_override=settings.environment)
 
 
 def emit_json(value: Any) -> None:

@@ -21,7 +21,7 @@ from pydantic import AnyHttpUrl
 from starlette.routing import Route
 
 from engram.actors import LOCAL_USER, Actor
-from engram.api.settings import ServerSettings, is_loopback
+from engram.config import ServerSettings, is_loopback
 from engram.errors import Unauthenticated
 from engram.mcp.binding import INTERFACE, Binding, token_for
 from engram.mcp.server import build_server

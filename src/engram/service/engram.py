@@ -70,7 +70,9 @@ class Engram:
             open_store(settings.database_url),
             clock=clock,
             secret=load_secret(settings.home),
-            embedder=load_embedder(settings.embedder, settings.model_cache),
+            embedder=load_embedder(
+                settings.embedder, settings.model_cache, settings.embeddings_api_key
+            ),
         )
 
     def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:
