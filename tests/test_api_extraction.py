@@ -13,11 +13,11 @@ from engram import Layer, NewMemory, NotFound, PermissionDenied
 from engram.accounts import Role, Scope
 from engram.extraction import NewMessage
 from engram.extraction.conversation import NewConversation
+from engram.extraction.results import ConversationInput
 from engram.lifecycle.report import Outcome
+from engram.lifecycle.reviews import ReviewStatus
 from engram.models import Status
 from engram.sdk import AsyncClient, Client
-from engram.service.extraction import ConversationInput
-from engram.store.reviews import ReviewStatus
 from tests import test_api_live
 from tests.test_api_live import Live
 

@@ -18,8 +18,8 @@ from pydantic import SecretStr
 from engram import LOCAL, Engram
 from engram.extraction import NewConversation, NewMessage
 from engram.extraction.providers import ProviderConfig, ProviderKind
+from engram.extraction.results import ConversationInput
 from engram.models import Layer
-from engram.service.extraction import ConversationInput
 from engram.service.providers import open_providers
 from engram.store.sqlite import SQLiteStore
 from tests.sql import query

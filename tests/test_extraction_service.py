@@ -10,8 +10,9 @@ import pytest
 from engram import LOCAL, Engram, Layer, Memory, NewMemory
 from engram.errors import InvalidInput, NotFound
 from engram.extraction import NewConversation, NewMessage
+from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter
-from engram.service.extraction import ConversationInput, ExtractionConfig, ExtractionService
+from engram.service.extraction import ExtractionConfig, ExtractionService
 from engram.store.conversations import conversation_store_for
 
 

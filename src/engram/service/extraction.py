@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from engram.accounts import Role as Access
 from engram.actors import Actor
 from engram.clock import Clock
@@ -30,6 +28,7 @@ from engram.extraction.conversation import (
     Transcript,
 )
 from engram.extraction.proposals import Extraction, Proposal
+from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult, Outcome
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
 from engram.models import Layer
@@ -38,7 +37,6 @@ from engram.store.conversations import ConversationStore
 if TYPE_CHECKING:
     from engram.service.engram import Engram
 
-MAX_MESSAGES = 5000
 MAX_MESSAGE_PAGE = 500
 
 
@@ -53,47 +51,6 @@ class ExtractionConfig:
     def __post_init__(self) -> None:
         if self.every < 1 or self.window < 1:
             raise InvalidInput("extraction cadence and window must be at least 1")
-
-
-class ConversationInput(BaseModel):
-    """A conversation and its messages, as an import or an API call delivers them."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    conversation: NewConversation = Field(default_factory=NewConversation)
-    messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)
-
-
-class Outcome(BaseModel):
-    """What happened to one proposal when stored: 'created', 'merged', 'superseded',
-    'queued' (the lifecycle's word for it) and the memory that now holds it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    proposal: int
-    action: str
-    memory_id: str | None = None
-    related_id: str | None = Field(
-        default=None, description="the memory it was merged into or superseded, if any"
-    )
-
-
-class ExtractionResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    conversation_id: str | None
-    dry_run: bool
-    extractor: str
-    fallback_reason: str | None = None
-    proposals: list[Proposal] = Field(default_factory=list)
-    outcomes: list[Outcome] = Field(default_factory=list)
-    stored_via: str | None = Field(
-        default=None, description="'lifecycle.remember' or 'memories.add_many'"
-    )
-    messages_added: int = 0
-
-    def memory_ids(self, action: str) -> list[str]:
-        return [o.memory_id for o in self.outcomes if o.action == action and o.memory_id]
 
 
 class ExtractionService:

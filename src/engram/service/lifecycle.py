@@ -16,13 +16,13 @@ from engram.lifecycle import changes
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Action, Layer, Memory, NewMemory, Status
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.service.maintenance import Maintenance
 from engram.service.memories import MemoryService
 from engram.store import Change, Store
-from engram.store.reviews import ReviewItem, ReviewStatus
 
 MAX_REVIEWS = 1000
 

@@ -13,11 +13,11 @@ from engram.embeddings.protocol import Embedder
 from engram.ids import new_id
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
+from engram.lifecycle.reviews import ReviewItem
 from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.service.audit import AuditLog
 from engram.store import Change, EmbeddingUpdate, Store
 from engram.store.protocol import Vector
-from engram.store.reviews import ReviewItem
 from engram.text import content_hash
 
 

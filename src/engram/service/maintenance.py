@@ -16,6 +16,7 @@ from engram.lifecycle.compaction import pick_facts
 from engram.lifecycle.decay import idle_days, is_cold, retention, should_flag
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import LifecycleEvent, MaintenanceReport
+from engram.lifecycle.reviews import ReviewStatus
 from engram.models import (
     Action,
     Environment,
@@ -28,7 +29,6 @@ from engram.models import (
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.store import Change
 from engram.store.protocol import Vector
-from engram.store.reviews import ReviewStatus
 
 _PAGE = 1000
 _EMBED_BATCH = 256

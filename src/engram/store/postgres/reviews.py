@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.store.postgres.db import PostgresDatabase
-from engram.store.reviews import ReviewItem, ReviewStatus
 
 _COLS = (
     "id, environment_id, memory_id, other_id, kind, reason, similarity, created_at, status, "

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.store.reviews import ReviewItem, ReviewStatus
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 
 if TYPE_CHECKING:
     from engram.store.sqlite.db import SQLiteDatabase
