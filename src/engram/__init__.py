@@ -50,6 +50,7 @@ def __getattr__(name: str) -> object:
         return Engram
     raise AttributeError(f"module 'engram' has no attribute {name!r}")
 
+
 __all__ = [
     "LOCAL",
     "Actor",
