@@ -146,6 +146,7 @@ def test_async_extraction(live: Live) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_strangers_get_404_and_read_keys_403(live: Live) -> None:
     with Client(live.url, live.owner_token) as c:
         env = c.environments.create("mine")

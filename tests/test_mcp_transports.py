@@ -88,6 +88,7 @@ def stdio(home: Path, cwd: Path, *args: str, **env: str) -> StdioServerParameter
     )
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_stdio_every_tool(tmp_path: Path, project: Path, mode: str) -> None:
@@ -111,6 +112,7 @@ def run_cli(home: Path, *args: str) -> None:
     assert main(["--home", str(home), *args]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_stdio_environment_and_token_from_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -140,6 +142,7 @@ async def test_stdio_environment_and_token_from_env(
     assert "invalid or revoked API key" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_inspector_cli_lists_and_calls_tools(tmp_path: Path, project: Path) -> None:
     assert INSPECTOR.exists(), "run scripts/test (npm ci --prefix tests/mcp_inspector)"
@@ -244,6 +247,7 @@ def running_server(home: Path, *args: str) -> Iterator[str]:
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_http_every_tool(served: Served, mode: str) -> None:
@@ -260,6 +264,7 @@ async def test_http_every_tool(served: Served, mode: str) -> None:
         await exercise(c, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_environment_isolation(served: Served) -> None:
     async with served.client(served.token) as owner:
@@ -281,6 +286,7 @@ async def test_http_environment_isolation(served: Served) -> None:
     assert [e["name"] for e in envs.structured_content["environments"]] == ["default"]
 
 
+@pytest.mark.slow
 def test_http_auth_and_origin(served: Served) -> None:
     with httpx.Client(base_url=served.url, timeout=10, headers=MCP_HEADERS) as http:
         anonymous = http.post("/mcp", json=INITIALIZE)
@@ -308,6 +314,7 @@ def test_http_auth_and_origin(served: Served) -> None:
     assert rest_404.json()["error"]["code"] == "not_found"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_revoked_or_missing_token_cannot_connect(served: Served) -> None:
     for token in (None, "egm_revoked-or-unknown"):

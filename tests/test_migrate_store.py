@@ -61,6 +61,7 @@ def _fill(engram: Engram) -> None:
     )
 
 
+@pytest.mark.slow
 def test_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str, clock: FakeClock) -> None:
     src_path = tmp_path / "src.db"
     engram = Engram(SQLiteStore(src_path), clock=clock)
