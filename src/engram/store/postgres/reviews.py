@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engram.store.postgres.db import PostgresDatabase
+from engram.store.postgres.db import PostgresDatabase, retried
 from engram.store.reviews import ReviewItem, ReviewStatus
 
 _COLS = (
@@ -24,6 +24,7 @@ class PostgresReviewStore:
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
 
+    @retried
     def put_review(self, item: ReviewItem) -> None:
         with self._db.tx() as conn:
             conn.execute(

@@ -20,7 +20,7 @@ from psycopg import sql
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.postgres import keywords, substores, vectors
-from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.db import Connection, PostgresDatabase, retried
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
@@ -95,6 +95,7 @@ class PostgresStore:
             return applied(conn)
 
     # -- environments ------------------------------------------------------------------------
+    @retried
     def create_environment(self, env: Environment) -> None:
         from psycopg.types.json import Jsonb
 
@@ -127,6 +128,7 @@ class PostgresStore:
             rows = conn.execute(query + " ORDER BY created_at, name", params).fetchall()
         return [environment_from_row(r) for r in rows]
 
+    @retried
     def delete_environment(self, env_id: str) -> None:
         with self.db.tx() as conn:
             ids = [
@@ -139,6 +141,7 @@ class PostgresStore:
             conn.execute("DELETE FROM environments WHERE id = %s", (env_id,))
 
     # -- memories ----------------------------------------------------------------------------
+    @retried
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
         if not changes:
             return
@@ -224,6 +227,7 @@ class PostgresStore:
             for r in rows
         ]
 
+    @retried
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
@@ -237,6 +241,7 @@ class PostgresStore:
                 (at, list(memory_ids)),
             )
 
+    @retried
     def purge(self, memory_ids: Sequence[str]) -> int:
         with self.db.tx() as conn:
             return _purge_in(conn, list(memory_ids))
@@ -342,6 +347,7 @@ class PostgresStore:
             PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
         ]
 
+    @retried
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
@@ -373,6 +379,7 @@ class PostgresStore:
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
+    @retried
     def prune_embeddings(self, keep_model_id: str) -> int:
         with self.db.tx() as conn:
             removed = conn.execute(
