@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
-from engram.api import errors
+from engram.api import errors, idempotency
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
@@ -66,6 +66,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.state.metrics = Metrics()
     errors.install(app)
     app.middleware("http")(observe(app.state.metrics))
+    idempotency.install(app, service, settings)  # Idempotency-Key on every write
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
     for prefix, router in RESOURCES:

@@ -38,6 +38,8 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engram.errors import Conflict, StorageError
+from engram.store.idempotency import CURRENT
+from engram.store.postgres.idempotency import mark_executed
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 P = ParamSpec("P")
@@ -141,6 +143,7 @@ class PostgresDatabase:
         try:
             with self.connection() as conn, conn.transaction():
                 yield conn
+                mark_executed(conn, CURRENT.get())  # a reserved request in flight wrote
         except psycopg.errors.IntegrityError as exc:
             raise Conflict(f"the change clashes with stored data: {exc}") from exc
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:

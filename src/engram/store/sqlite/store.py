@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from engram.accounts import AuditEntry
 from engram.errors import Conflict, StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS
+from engram.store.idempotency import CURRENT, InFlight
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -39,6 +40,7 @@ from engram.store.sqlite import fts, locks, migrations
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
+from engram.store.sqlite.idempotency import mark_executed
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
     MEMORY_COLUMNS,
@@ -79,6 +81,8 @@ _UPSERT = (
 class _WriteJob:
     changes: Sequence[Change]
     audit: Sequence[AuditEntry]
+    # the idempotent request that queued it: whoever commits the batch marks its key
+    inflight: InFlight | None = field(default_factory=CURRENT.get)
     done: bool = False
     error: Exception | None = None
 
@@ -194,6 +198,7 @@ class SQLiteStore:
         """One write transaction on the single writer connection."""
         with self._write_lock, self._tx_unlocked() as conn:
             yield conn
+            mark_executed(conn, CURRENT.get())
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self, name)
@@ -300,6 +305,7 @@ class SQLiteStore:
             job.done = True
 
     def _apply(self, conn: sqlite3.Connection, job: _WriteJob) -> None:
+        mark_executed(conn, job.inflight)
         insert_audit(conn, job.audit)
         for change in job.changes:
             m = change.memory
