@@ -266,6 +266,7 @@ class IdempotencyMiddleware:
         """Keep the answer of a request that succeeded or changed something; else drop the
         reservation so that the key may be used again."""
         user_id, key = inflight.user_id, inflight.key
+        CURRENT.set(None)  # (this worker's copy of the context) keeping it is not the write
         try:
             if answer.status < 400 or inflight.wrote:
                 kept = _without_token(answer, key)
