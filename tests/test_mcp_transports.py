@@ -297,6 +297,7 @@ def test_http_auth_and_origin(served: Served) -> None:
         root = http.get("/.well-known/oauth-protected-resource")
         scoped = http.get("/.well-known/oauth-protected-resource/mcp")
         rest_404 = http.get("/api/v1/nothing-here", headers=good)
+        oauth_server = http.get("/.well-known/oauth-authorization-server")
     for response in (anonymous, wrong):
         assert response.status_code == 401
         challenge = response.headers["www-authenticate"]
@@ -310,6 +311,10 @@ def test_http_auth_and_origin(served: Served) -> None:
         assert metadata.status_code == 200
         assert metadata.json()["resource"] == served.url + "/mcp"
         assert metadata.json()["bearer_methods_supported"] == ["header"]
+        # no authorization server exists (yet): the metadata names none, so that no client goes
+        # looking for one (RFC 9728 makes the field optional)
+        assert "authorization_servers" not in metadata.json()
+    assert oauth_server.status_code == 404
     # the REST app keeps its own error body for routes it does not have
     assert rest_404.json()["error"]["code"] == "not_found"
 

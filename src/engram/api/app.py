@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
-from engram.api import errors
+from engram.api import errors, idempotency
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
@@ -66,7 +66,8 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.state.settings = settings
     app.state.metrics = Metrics()
     errors.install(app)
-    app.middleware("http")(observe(app.state.metrics))
+    idempotency.install(app, service, settings)  # Idempotency-Key on every write
+    app.middleware("http")(observe(app.state.metrics))  # outermost: counts replays too
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
     for prefix, router in RESOURCES:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from engram.cli import (
     audit,
+    backup,
     env,
     extract,
     keys,
@@ -103,6 +104,7 @@ extract.register(app)
 serve.register(app)
 mcp.register(app)
 migrate_store.register(app)
+backup.register(app)
 app.add_typer(soul.app, name="soul")
 
 _EXIT = {InvalidInput: 2, NotFound: 3}

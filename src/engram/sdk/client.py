@@ -5,7 +5,10 @@ method here is one line naming the call, and the two clients differ only in how 
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
@@ -17,6 +20,7 @@ from engram.errors import Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
+from engram.sdk._retry import Retry, headers_for
 from engram.sdk._soul import SoulCalls
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -42,7 +46,7 @@ def resolve(url: str | None, token: str | None, home: Path | str | None) -> tupl
 
 
 def _request(call: Call[Any]) -> dict[str, Any]:
-    return {"params": call.params or None, "json": call.body}
+    return {"params": call.params or None, "json": call.body, "headers": headers_for(call)}
 
 
 def _read(call: Call[T], response: httpx.Response) -> T:
@@ -239,6 +243,10 @@ class Client:
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
     add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
     maintain, reviews, resolve_review).
+
+    Writes carry a fresh ``Idempotency-Key`` each, and failures that are safe to retry (the
+    connection lost, 429, 503) are retried as ``retry`` says (:class:`Retry`: 5 tries with
+    jittered exponential backoff; ``Retry(attempts=1)`` never retries).
     """
 
     def __init__(
@@ -249,8 +257,10 @@ class Client:
         home: Path | str | None = None,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         self.url, token = resolve(url, token, home)
+        self.retry = retry or Retry()
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
@@ -267,7 +277,19 @@ class Client:
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
 
     def _send(self, call: Call[T]) -> T:
-        return _read(call, self._http.request(call.method, call.path, **_request(call)))
+        request = _request(call)
+        for attempt in itertools.count(1):
+            try:
+                outcome: httpx.Response | Exception = self._http.request(
+                    call.method, call.path, **request
+                )
+            except httpx.TransportError as exc:
+                outcome = exc
+            step = self.retry.step(attempt, outcome)
+            if isinstance(step, httpx.Response):
+                return _read(call, step)
+            time.sleep(step)
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self._http.close()
@@ -290,8 +312,10 @@ class AsyncClient:
         home: Path | str | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         self.url, token = resolve(url, token, home)
+        self.retry = retry or Retry()
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
@@ -308,8 +332,19 @@ class AsyncClient:
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
 
     async def _send(self, call: Call[T]) -> T:
-        response = await self._http.request(call.method, call.path, **_request(call))
-        return _read(call, response)
+        request = _request(call)
+        for attempt in itertools.count(1):
+            try:
+                outcome: httpx.Response | Exception = await self._http.request(
+                    call.method, call.path, **request
+                )
+            except httpx.TransportError as exc:
+                outcome = exc
+            step = self.retry.step(attempt, outcome)
+            if isinstance(step, httpx.Response):
+                return _read(call, step)
+            await asyncio.sleep(step)
+        raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -18,7 +18,7 @@ from engram.extraction.conversation import (
     NewMessage,
     Role,
 )
-from engram.store.postgres.db import PostgresDatabase
+from engram.store.postgres.db import PostgresDatabase, retried
 
 _CONV_COLS = "id, environment_id, source, title, started_at, created_at, metadata"
 _MSG_COLS = "id, conversation_id, position, role, author, content, created_at, external_id"
@@ -47,6 +47,7 @@ class PostgresConversationStore:
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
 
+    @retried
     def create_conversation(self, conversation: Conversation) -> bool:
         c = conversation
         with self._db.tx() as conn:
@@ -72,6 +73,7 @@ class PostgresConversationStore:
             ).fetchone()
         return _conversation(row) if row else None
 
+    @retried
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:
@@ -158,6 +160,7 @@ class PostgresConversationStore:
             return ExtractionState()
         return ExtractionState(position=row[0], assistant_messages=row[1])
 
+    @retried
     def advance_extraction(
         self, conversation_id: str, expected: ExtractionState, new: ExtractionState
     ) -> bool:

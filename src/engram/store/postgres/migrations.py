@@ -321,6 +321,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             "SELECT gin_clean_pending_list('memories_tsv'::regclass)",
         ),
     ),
+    Migration(
+        "0011_idempotency_keys",
+        (
+            # one row per (user, Idempotency-Key): see engram.store.idempotency
+            """CREATE TABLE idempotency_keys (
+                user_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL,
+                executed SMALLINT NOT NULL DEFAULT 0,
+                status INTEGER,
+                content_type TEXT,
+                body BYTEA,
+                PRIMARY KEY (user_id, key)
+            )""",
+            "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+        ),
+    ),
 )
 
 

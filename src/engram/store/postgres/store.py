@@ -21,7 +21,8 @@ from engram.accounts import AuditEntry
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL
 from engram.store.postgres import keywords, substores, vectors
-from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.db import Connection, PostgresDatabase, retried
+from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
@@ -73,6 +74,7 @@ class PostgresStore:
         self.reviews: Any = substores.build("reviews", self.db)
         self.conversations: Any = substores.build("conversations", self.db)
         self.providers: Any = substores.build("providers", self.db)
+        self.idempotency = PostgresIdempotencyStore(self.db)
         self._term_frequencies = keywords.TermFrequencies()
 
     def close(self) -> None:
@@ -87,6 +89,7 @@ class PostgresStore:
             return applied(conn)
 
     # -- environments ------------------------------------------------------------------------
+    @retried
     def create_environment(self, env: Environment) -> None:
         from psycopg.types.json import Jsonb
 
@@ -119,6 +122,7 @@ class PostgresStore:
             rows = conn.execute(query + " ORDER BY created_at, name", params).fetchall()
         return [environment_from_row(r) for r in rows]
 
+    @retried
     def delete_environment(self, env_id: str) -> None:
         with self.db.tx() as conn:
             ids = [
@@ -131,6 +135,7 @@ class PostgresStore:
             conn.execute("DELETE FROM environments WHERE id = %s", (env_id,))
 
     # -- memories ----------------------------------------------------------------------------
+    @retried
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
         if not changes:
             return
@@ -205,6 +210,7 @@ class PostgresStore:
             ).fetchall()
         return [ROWS.version(r) for r in rows]
 
+    @retried
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
@@ -218,6 +224,7 @@ class PostgresStore:
                 (at, list(memory_ids)),
             )
 
+    @retried
     def purge(self, memory_ids: Sequence[str]) -> int:
         with self.db.tx() as conn:
             return _purge_in(conn, list(memory_ids))
@@ -323,6 +330,7 @@ class PostgresStore:
             PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
         ]
 
+    @retried
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
@@ -354,6 +362,7 @@ class PostgresStore:
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
+    @retried
     def prune_embeddings(self, keep_model_id: str) -> int:
         with self.db.tx() as conn:
             removed = conn.execute(

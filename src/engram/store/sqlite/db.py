@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import Conflict, StorageError
+from engram.store import idempotency
 from engram.store.sqlite import migrations
 from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
 
@@ -139,6 +140,7 @@ class SQLiteDatabase:
         """One write transaction on the single writer connection."""
         with self._write_lock, self.tx_unlocked() as conn:
             yield conn
+            idempotency.mark_executed(conn, idempotency.CURRENT.get(), "?")
 
     def applied_migrations(self) -> list[str]:
         return migrations.applied(self.reader())

@@ -319,6 +319,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX audit_log_env ON audit_log (environment_id)",
         ),
     ),
+    Migration(
+        "0015_idempotency_keys",
+        (
+            # one row per (user, Idempotency-Key): see engram.store.idempotency
+            """CREATE TABLE idempotency_keys (
+                user_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                executed INTEGER NOT NULL DEFAULT 0,
+                status INTEGER,
+                content_type TEXT,
+                body BLOB,
+                PRIMARY KEY (user_id, key)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+        ),
+    ),
 )
 
 

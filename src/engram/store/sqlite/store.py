@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import numpy as np
 from engram.accounts import AuditEntry
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL
+from engram.store.idempotency import CURRENT, InFlight
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -33,6 +34,7 @@ from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.db import SQLiteDatabase
+from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
@@ -65,6 +67,8 @@ _UPSERT = (
 class _WriteJob:
     changes: Sequence[Change]
     audit: Sequence[AuditEntry]
+    # the idempotent request that queued it: whoever commits the batch marks its key
+    inflight: InFlight | None = field(default_factory=CURRENT.get)
     done: bool = False
     error: Exception | None = None
 
@@ -84,6 +88,7 @@ class SQLiteStore:
         self.reviews = SQLiteReviewStore(self.db)
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
+        self.idempotency = SQLiteIdempotencyStore(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self.db, name)
@@ -180,6 +185,7 @@ class SQLiteStore:
             job.done = True
 
     def _apply(self, conn: sqlite3.Connection, job: _WriteJob) -> None:
+        mark_executed(conn, job.inflight)
         insert_audit(conn, job.audit)
         for change in job.changes:
             m = change.memory
