@@ -65,6 +65,16 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
+def _no_wider(scopes: Iterable[Scope], actor: Actor) -> None:
+    """No path yields a key with a scope its caller lacks."""
+    missing = set(scopes) - set(actor.scopes)
+    if missing:
+        raise PermissionDenied(
+            "a key cannot grant scopes its creator lacks",
+            scopes=sorted(s.value for s in missing),
+        )
+
+
 class AccountService:
     def __init__(self, store: Store, clock: Clock, audit: AuditLog, secret: bytes) -> None:
         self._store = store
@@ -175,20 +185,14 @@ class AccountService:
         *,
         user_id: str | None = None,
     ) -> IssuedKey:
-        """A new key for ``user_id`` (default: the actor). Scopes are capped by the actor's own;
-        only admins issue keys for other users or with the admin scope."""
+        """A new key for ``user_id`` (default: the actor). Creating keys needs the admin scope,
+        and a key never holds a scope its creator lacks."""
         owner = user_id or actor.user_id
         wanted = sorted({Scope(s) for s in scopes})
         if not wanted:
             raise InvalidInput("a key needs at least one scope", field="scopes")
-        if owner != actor.user_id or Scope.ADMIN in wanted:
-            self._require(actor, Scope.ADMIN)
-        missing = set(wanted) - set(actor.scopes)
-        if missing:
-            raise PermissionDenied(
-                "a key cannot grant scopes its creator lacks",
-                scopes=sorted(s.value for s in missing),
-            )
+        self._require(actor, Scope.ADMIN)
+        _no_wider(wanted, actor)
         user = self.get_user(owner, actor)
         if Scope.ADMIN in wanted and not user.is_admin:
             raise InvalidInput(f"user {user.name!r} is not an administrator", field="scopes")
@@ -220,34 +224,42 @@ class AccountService:
         return IssuedKey(key=key, token=token)
 
     def _load_key(self, key_id: str, actor: Actor) -> ApiKey:
+        """A key the actor may manage: the one they authenticated with, or (admin scope) any
+        of their user's keys, or anyone's for an administrator. Another user's key does not
+        exist for them; another key of their own needs the admin scope."""
         key = self._accounts.get_key(key_id)
         if key is None or (key.user_id != actor.user_id and not actor.can(Scope.ADMIN)):
             raise NotFound(f"key {key_id!r} does not exist", key_id=key_id)
+        if key.id != actor.key_id:
+            self._require(actor, Scope.ADMIN)
         return key
 
     def get_key(self, key_id: str, actor: Actor) -> ApiKey:
         return self._load_key(key_id, actor)
 
     def list_keys(self, actor: Actor, user_id: str | None = None) -> list[ApiKey]:
-        """The actor's keys; admins may name another user, or ``*`` for everyone's."""
+        """The actor's keys (without the admin scope: only the key they act with); admins may
+        name another user, or ``*`` for everyone's."""
         if user_id == "*":
             self._require(actor, Scope.ADMIN)
             return self._accounts.list_keys()
         owner = user_id or actor.user_id
         self._own_or_admin(actor, owner)
-        return self._accounts.list_keys(owner)
+        keys = self._accounts.list_keys(owner)
+        return keys if actor.can(Scope.ADMIN) else [k for k in keys if k.id == actor.key_id]
 
     def rotate_key(self, key_id: str, actor: Actor) -> IssuedKey:
-        """A new token with the same name and scopes; the old one stops working at once."""
-        self._require(actor, Scope.WRITE)
+        """A new token with the same name and scopes; the old one stops working at once. The
+        actor's own key, or any with the admin scope; never scopes the actor lacks."""
         key = self._load_key(key_id, actor)
         if key.revoked_at is not None:
             raise Conflict(f"key {key_id!r} is revoked", key_id=key_id)
+        _no_wider(key.scopes, actor)
         return self._issue(actor, key.user_id, key.name, list(key.scopes), key.id)
 
     def revoke_key(self, key_id: str, actor: Actor) -> ApiKey:
-        """Stop a key working at once (it stays listed, marked revoked)."""
-        self._require(actor, Scope.WRITE)
+        """Stop a key working at once (it stays listed, marked revoked): the actor's own key,
+        or any with the admin scope."""
         key = self._load_key(key_id, actor)
         if key.revoked_at is not None:
             return key
