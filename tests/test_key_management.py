@@ -58,7 +58,7 @@ def test_no_path_widens_a_key(engram: Engram) -> None:
     with pytest.raises(PermissionDenied):
         engram.accounts.issue_key(reader, "x", [Scope.READ])
     # another user's keys do not exist for a non-admin key
-    admin_id, rw_token, _ = _owner_keys(engram)
+    admin_id, _, _ = _owner_keys(engram)
     with pytest.raises(NotFound):
         engram.accounts.revoke_key(admin_id, reader)
     every = engram.accounts.list_keys(LOCAL, "*")

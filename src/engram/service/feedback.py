@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.errors import InvalidInput
 from engram.models import Memory, MemoryPatch, Status
@@ -41,7 +42,7 @@ def give_feedback(
 ) -> FeedbackOutcome:
     """Raise (helpful) or lower (wrong, outdated) a memory's confidence, as a new version whose
     reason names the feedback; ``restore`` undoes it."""
-    memory = memories.get(memory_id, actor)
+    memory = memories.get(memory_id, actor, Role.WRITER)
     if memory.status is Status.DELETED:
         raise InvalidInput(f"memory {memory_id!r} is deleted; restore it before giving feedback")
     before = memory.confidence
