@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +28,7 @@ from engram.actors import LOCAL_USER, Actor
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied, Unauthenticated
 from engram.ids import new_id
+from engram.private_files import write_private
 from engram.service.audit import AuditLog
 from engram.store import Store
 
@@ -37,15 +37,6 @@ TOKEN_FILE = "token"
 MIN_PASSWORD = 8
 TOUCH_EVERY_SECONDS = 60.0
 """``last_used_at`` is written at most this often per key, so reads stay reads."""
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (0600), created with that mode from the start."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o600)
 
 
 def load_secret(home: Path) -> bytes:

@@ -26,6 +26,7 @@ import numpy as np
 from engram.accounts import AuditEntry
 from engram.errors import Conflict, StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.private_files import private_database
 from engram.store.columns import MEMORY_FIELDS
 from engram.store.protocol import (
     Change,
@@ -111,7 +112,7 @@ class SQLiteStore:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(self.path)  # 0600, and so its -wal and -shm (engram.private_files)
         try:
             self._writer = _connect(self.path)
             # write-ahead log: readers see the last commit while a writer works
