@@ -47,9 +47,7 @@ def test_a_new_home_is_owner_only(tmp_path: Path) -> None:
     with Engram.open(Settings.load(home)) as engram:
         engram.memories.add(NewMemory(content="the build is green"), LOCAL)
         found = modes(home)  # while open: the -wal and -shm exist
-    assert {"engram.db", "engram.db-wal", "engram.db-shm", "token", "server_secret"} <= set(
-        found
-    )
+    assert {"engram.db", "engram.db-wal", "engram.db-shm", "token", "server_secret"} <= set(found)
     assert "state.json" in found
     assert found["."] == 0o700
     assert {k: v for k, v in found.items() if k != "." and v != 0o600} == {}

@@ -97,6 +97,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     # 64 MiB page cache per connection
     conn.execute("PRAGMA cache_size = -65536")
     conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed: a purge leaves no text
     return conn
 
 
