@@ -169,7 +169,8 @@ def test_failures_fall_back_to_the_rules(
     contents = [p.content for p in result.proposals]
     assert "Dana prefers Postgres over MySQL." in contents
     # the conversation is kept, and what the rules found was stored
-    assert len(engram.extraction.conversations.messages("llm-1")) == 2
+    kept = engram.extraction.get_conversation("llm-1", LOCAL)  # the caller's own id
+    assert len(engram.extraction.conversations.messages(kept.id)) == 2
     assert result.outcomes and all(o.memory_id for o in result.outcomes)
 
 

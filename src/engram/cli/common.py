@@ -16,6 +16,7 @@ from rich.console import Console
 
 from engram.actors import LOCAL, Actor
 from engram.config import Settings
+from engram.private_files import write_private
 from engram.service import Engram
 
 console = Console()
@@ -55,8 +56,7 @@ class CliState:
         return value if isinstance(value, str) else None
 
     def set_current_environment(self, name: str | None) -> None:
-        self.settings.home.mkdir(parents=True, exist_ok=True)
-        self.state_file.write_text(json.dumps({"environment": name}))
+        write_private(self.state_file, json.dumps({"environment": name}))
 
 
 def state(ctx: typer.Context) -> CliState:

@@ -10,6 +10,7 @@ from engram.config import Settings
 from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
 from engram.lifecycle.config import LifecycleConfig
+from engram.private_files import prepare_home
 from engram.service.accounts import AccountService, load_secret
 from engram.service.audit import AuditLog
 from engram.service.context import ContextService, SoulBlock
@@ -66,6 +67,7 @@ class Engram:
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
+        prepare_home(settings.home)  # 0700, every file in it 0600 (older homes too)
         return cls(
             open_store(settings.database_url),
             clock=clock,

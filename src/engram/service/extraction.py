@@ -70,17 +70,31 @@ class ExtractionService:
         self.config = config or ExtractionConfig()
 
     # -- conversations -----------------------------------------------------------------------
-    def get_conversation(self, conversation_id: str, actor: Actor) -> Conversation:
-        conv = self.conversations.get_conversation(conversation_id)
-        if conv is not None:
-            try:
-                self._engram.environments.resolve(conv.environment_id, actor)
-            except NotFound:
-                conv = None
+    def _lookup(self, conversation_id: str, actor: Actor) -> Conversation | None:
+        """The actor's conversation under their own id ``conversation_id``, else the one with
+        that Engram id in an environment they can see; None otherwise. Caller ids are scoped
+        per user, so one user's ids neither block nor reveal another's."""
+        conv = self.conversations.find_conversation(actor.user_id, conversation_id)
+        if conv is None:
+            conv = self.conversations.get_conversation(conversation_id)
+        if conv is None:
+            return None
+        env = self._engram.store.get_environment(conv.environment_id)
+        if env is None or self._engram.environments.role_of(env, actor) is None:
+            return None
+        return conv
+
+    def get_conversation(
+        self, conversation_id: str, actor: Actor, need: Access = Access.READER
+    ) -> Conversation:
+        """A conversation by the actor's own id for it or by its Engram id; ``need`` is the
+        role (and so the key scope) of the caller's action."""
+        conv = self._lookup(conversation_id, actor)
         if conv is None:
             raise NotFound(
                 f"conversation {conversation_id!r} does not exist", conversation=conversation_id
             )
+        self._engram.environments.resolve(conv.environment_id, actor, need)
         return conv
 
     def messages(
@@ -100,15 +114,15 @@ class ExtractionService:
     def start(
         self, new: NewConversation, actor: Actor, environment: str | None = None
     ) -> Conversation:
-        """Create a conversation, or return the existing one with the same id."""
-        if new.id is not None and self.conversations.get_conversation(new.id) is not None:
-            conv = self.get_conversation(new.id, actor)
-            # adding to a conversation stores messages: it needs write access
-            self._engram.environments.resolve(conv.environment_id, actor, Access.WRITER)
-            return conv
+        """Create a conversation, or return the existing one the actor knows by ``new.id``
+        (adding to a conversation stores messages: it needs write access)."""
+        if new.id is not None and self._lookup(new.id, actor) is not None:
+            return self.get_conversation(new.id, actor, Access.WRITER)
         env = self._engram.environments.resolve(environment, actor, Access.WRITER)
         conv = Conversation(
-            id=new.id or new_id("cnv_"),
+            id=new_id("cnv_"),
+            owner=actor.user_id,
+            external_id=new.id,
             environment_id=env.id,
             source=new.source,
             title=new.title,
@@ -117,7 +131,7 @@ class ExtractionService:
             metadata=new.metadata,
         )
         if not self.conversations.create_conversation(conv):  # created concurrently
-            return self.get_conversation(conv.id, actor)
+            return self.get_conversation(new.id or conv.id, actor, Access.WRITER)
         return conv
 
     def _append(self, conv: Conversation, messages: Sequence[NewMessage]) -> list[Message]:
@@ -143,7 +157,7 @@ class ExtractionService:
         """
         source = conversation_or_messages
         if isinstance(source, str):
-            conv = self.get_conversation(source, actor)
+            conv = self.get_conversation(source, actor, Access.READER if dry_run else Access.WRITER)
             state = self.conversations.extraction_state(conv.id)
             messages = self.conversations.messages(conv.id)
             return self._run(conv, state, messages, actor, dry_run, extractor=extractor)

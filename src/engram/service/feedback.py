@@ -3,6 +3,7 @@ confidence (which ranks search and context) and records why, as a new version.""
 
 from __future__ import annotations
 
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.errors import InvalidInput
 from engram.lifecycle.feedback import STEPS, FeedbackKind, FeedbackOutcome
@@ -15,7 +16,7 @@ def give_feedback(
 ) -> FeedbackOutcome:
     """Raise (helpful) or lower (wrong, outdated) a memory's confidence, as a new version whose
     reason names the feedback; ``restore`` undoes it."""
-    memory = memories.get(memory_id, actor)
+    memory = memories.get(memory_id, actor, Role.WRITER)
     if memory.status is Status.DELETED:
         raise InvalidInput(f"memory {memory_id!r} is deleted; restore it before giving feedback")
     before = memory.confidence

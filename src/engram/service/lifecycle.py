@@ -201,7 +201,7 @@ class LifecycleService:
 
         Returns every memory changed, the undone one first.
         """
-        memory = self._memories.get(memory_id, actor)
+        memory = self._memories.get(memory_id, actor, Role.WRITER)
         if memory.status is Status.ACTIVE and memory.supersedes:
             older = self._store.get([memory.supersedes])
             if older and older[0].superseded_by == memory.id:

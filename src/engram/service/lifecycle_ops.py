@@ -45,7 +45,8 @@ class LifecycleOps:
         return self._store
 
     def commit(self, batch: Sequence[Change], actor: Actor) -> None:
-        """Write the changes in one transaction, then record them in the audit log."""
+        """Write the changes in one transaction, then record them in the audit log (ids,
+        versions, the action; never a reason, which may quote memory text)."""
         if not batch:
             return
         self._store.write(batch)
@@ -59,8 +60,8 @@ class LifecycleOps:
                 f"memory.{group[-1].version.action.value}",
                 environment_id=env_id,
                 targets=ids,
+                before={c.memory.id: (c.memory.version - 1) or None for c in reversed(group)},
                 after={c.memory.id: c.memory.version for c in group},
-                reason=group[-1].version.reason,
             )
 
     def embed(self, texts: Sequence[str]) -> Vector | None:

@@ -26,7 +26,7 @@ from engram.models import (
     Page,
     Status,
 )
-from engram.service.environments import EnvironmentService
+from engram.service.environments import SCOPE_FOR, EnvironmentService, require_scope
 from engram.store import Change, Store
 
 MAX_PAGE = 1000
@@ -44,7 +44,8 @@ class MemoryService:
         self, memory_ids: Sequence[str], actor: Actor, need: Role = Role.READER
     ) -> list[Memory]:
         """The memories, in order. One in an environment the actor cannot see is NotFound; one
-        they see with too small a role (or key scope) is PermissionDenied."""
+        they see without the key scope ``need`` implies (``read`` to read), or with too small a
+        role, is PermissionDenied."""
         found = {m.id: m for m in self._store.get(memory_ids)}
         roles = self._envs.roles(actor)
         out = []
@@ -53,7 +54,8 @@ class MemoryService:
             role = None if memory is None else roles.get(memory.environment_id)
             if memory is None or role is None:
                 raise NotFound(f"memory {memory_id!r} does not exist", memory_id=memory_id)
-            if need is not Role.READER or not role.allows(need):
+            require_scope(actor, SCOPE_FOR[need])
+            if not role.allows(need):
                 env = self._store.get_environment(memory.environment_id)
                 if env is None:  # deleted concurrently
                     raise PermissionDenied(f"memory {memory_id!r} cannot be changed")
@@ -96,8 +98,10 @@ class MemoryService:
         return memories
 
     # -- read --------------------------------------------------------------------------------
-    def get(self, memory_id: str, actor: Actor) -> Memory:
-        return self._load([memory_id], actor)[0]
+    def get(self, memory_id: str, actor: Actor, need: Role = Role.READER) -> Memory:
+        """One memory; ``need`` is the role (and so the key scope) of the caller's action, so a
+        write path that looks a memory up first does not need the ``read`` scope."""
+        return self._load([memory_id], actor, need)[0]
 
     def list_memories(
         self,

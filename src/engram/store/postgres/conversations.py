@@ -20,7 +20,9 @@ from engram.extraction.conversation import (
 )
 from engram.store.postgres.db import PostgresDatabase, retried
 
-_CONV_COLS = "id, environment_id, source, title, started_at, created_at, metadata"
+_CONV_COLS = (
+    "id, environment_id, source, title, started_at, created_at, metadata, owner, external_id"
+)
 _MSG_COLS = "id, conversation_id, position, role, author, content, created_at, external_id"
 
 
@@ -52,8 +54,8 @@ class PostgresConversationStore:
         c = conversation
         with self._db.tx() as conn:
             added = conn.execute(
-                f"INSERT INTO conversations ({_CONV_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO NOTHING",
+                f"INSERT INTO conversations ({_CONV_COLS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (
                     c.id,
                     c.environment_id,
@@ -62,6 +64,8 @@ class PostgresConversationStore:
                     c.started_at,
                     c.created_at,
                     Jsonb(c.metadata),
+                    c.owner,
+                    c.external_id,
                 ),
             ).rowcount
         return added == 1
@@ -70,6 +74,14 @@ class PostgresConversationStore:
         with self._db.reader() as conn:
             row = conn.execute(
                 f"SELECT {_CONV_COLS} FROM conversations WHERE id = %s", (conversation_id,)
+            ).fetchone()
+        return _conversation(row) if row else None
+
+    def find_conversation(self, owner: str, external_id: str) -> Conversation | None:
+        with self._db.reader() as conn:
+            row = conn.execute(
+                f"SELECT {_CONV_COLS} FROM conversations WHERE owner = %s AND external_id = %s",
+                (owner, external_id),
             ).fetchone()
         return _conversation(row) if row else None
 

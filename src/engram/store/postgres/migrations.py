@@ -322,6 +322,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        "0010_conversation_owner",
+        (
+            # as SQLite's 0014_conversation_owner: caller ids are scoped per user
+            "ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE conversations ADD COLUMN external_id TEXT",
+            """UPDATE conversations c SET external_id = c.id, owner = e.owner
+            FROM environments e WHERE e.id = c.environment_id""",
+            "UPDATE conversations SET external_id = id WHERE external_id IS NULL",
+            "CREATE UNIQUE INDEX conversations_owner_external "
+            "ON conversations (owner, external_id)",
+        ),
+    ),
+    Migration(
         "0011_idempotency_keys",
         (
             # one row per (user, Idempotency-Key): see engram.store.idempotency

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import Conflict, StorageError
+from engram.private_files import private_database
 from engram.store import idempotency
 from engram.store.sqlite import migrations
 from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
@@ -49,6 +50,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     # 64 MiB page cache per connection
     conn.execute("PRAGMA cache_size = -65536")
     conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed: a purge leaves no text
     return conn
 
 
@@ -64,7 +66,7 @@ class SQLiteDatabase:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_database(self.path)  # 0600, and so its -wal and -shm (engram.private_files)
         try:
             self._writer = _connect(self.path)
             # write-ahead log: readers see the last commit while a writer works

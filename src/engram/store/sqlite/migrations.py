@@ -320,6 +320,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        "0014_conversation_owner",
+        (
+            # a caller's conversation id is theirs alone: (owner, external_id) is the key they
+            # address it by; id is Engram's. Existing conversations keep their id, belong to
+            # their environment's owner, and answer to it as their external id.
+            "ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE conversations ADD COLUMN external_id TEXT",
+            """UPDATE conversations SET external_id = id, owner = coalesce(
+                (SELECT owner FROM environments e WHERE e.id = conversations.environment_id), ''
+            )""",
+            "CREATE UNIQUE INDEX conversations_owner_external "
+            "ON conversations (owner, external_id)",
+        ),
+    ),
+    Migration(
         "0015_idempotency_keys",
         (
             # one row per (user, Idempotency-Key): see engram.store.idempotency
