@@ -70,7 +70,9 @@ class Engram:
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
         # learning from conversations; stores through self.lifecycle when there is one
-        self.extraction = ExtractionService(self, conversation_store_for(store), clock)
+        self.extraction = ExtractionService(
+            self, conversation_store_for(store), clock, scrubber=self.scrubber
+        )
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
