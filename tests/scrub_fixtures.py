@@ -50,7 +50,7 @@ def fakes() -> list[Fake]:
         ("auth_header", "Private" + "-Token: " + t[21], t[21]),
         ("cookie", "Coo" + "kie: session=" + t[22] + "; theme=dark", t[22]),
         ("secret_assignment", "export OPENAI" + "_API_KEY=" + t[23], t[23]),
-        ("secret_assignment", 'DB_PASS' + 'WORD="' + t[24] + '"', t[24]),
+        ("secret_assignment", "DB_PASS" + 'WORD="' + t[24] + '"', t[24]),
         ("secret_assignment", "client_sec" + "ret: " + t[25], t[25]),
         ("private", "keep <private>my " + t[26] + " note</private> this", t[26]),
     ]

@@ -10,7 +10,7 @@ import pytest
 
 from engram import Settings
 from engram.errors import InvalidInput
-from engram.scrub import ScrubConfig, Scrubber, marker, scrub_value
+from engram.scrub import Scrubber, ScrubConfig, marker, scrub_value
 from engram.scrub.config import load_scrub_config
 from tests.scrub_fixtures import fakes, planted_text
 

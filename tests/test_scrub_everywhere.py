@@ -66,7 +66,9 @@ def every_row(engram: Engram) -> bytes:
         "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
     )
     return "\n".join(
-        str(row) for (name,) in tables for row in query(engram.store, f'SELECT t::text FROM "{name}" t')
+        str(row)
+        for (name,) in tables
+        for row in query(engram.store, f'SELECT t::text FROM "{name}" t')
     ).encode()
 
 
@@ -74,7 +76,10 @@ def memory_fields(p: Planter, where: str) -> dict[str, Any]:
     """Secrets in every free-text field of a memory."""
     return {
         "content": p.text(where),
-        "tags": [p.one(where, "github_token").split()[-1], p.one(where, "aws_access_key_id").split()[-1]],
+        "tags": [
+            p.one(where, "github_token").split()[-1],
+            p.one(where, "aws_access_key_id").split()[-1],
+        ],
         "metadata": {"env": {"deep": [p.one(where, "slack_token")]}, "key": p.one(where, "jwt")},
         "author": p.one(where, "api_key").split()[-1],
         "keyword_context": p.one(where, "bearer_token"),
@@ -103,7 +108,10 @@ def rest_writes(live: Live, p: Planter) -> None:
             "procedure": {
                 "name": "deploy " + p.one("rest procedures", "gitlab_token"),
                 "trigger": p.one("rest procedures", "secret_assignment"),
-                "steps": [p.one("rest procedures", "private_key"), p.one("rest procedures", "cookie")],
+                "steps": [
+                    p.one("rest procedures", "private_key"),
+                    p.one("rest procedures", "cookie"),
+                ],
             },
         }
         assert c.post(f"{API}/procedures", json=proc).status_code == 201
@@ -123,7 +131,10 @@ def rest_writes(live: Live, p: Planter) -> None:
         msgs = [{"role": "user", "content": p.text("rest extract")}]
         ext = c.post(
             f"{API}/extract",
-            json={"messages": msgs, "conversation": {"title": p.one("rest extract title", "api_key")}},
+            json={
+                "messages": msgs,
+                "conversation": {"title": p.one("rest extract title", "api_key")},
+            },
         )
         assert ext.status_code == 200 and ext.json()["redactions"]
         add = c.post(
@@ -174,7 +185,10 @@ async def mcp_writes(engram: Engram, p: Planter) -> None:
                     "steps": [p.text("mcp procedure")],
                 },
             ),
-            ("extract_memories", {"messages": [{"role": "user", "content": p.text("mcp extract")}]}),
+            (
+                "extract_memories",
+                {"messages": [{"role": "user", "content": p.text("mcp extract")}]},
+            ),
             ("soul_update_block", {"block": "current_focus", "text": p.text("mcp soul")}),
         ]
         for name, args in calls:

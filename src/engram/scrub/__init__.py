@@ -28,7 +28,7 @@ value returned never see a secret and the result reports ``redactions`` (kind â†
 entry of the write gets the same counts under ``details.redactions`` (counts, never secrets).
 """
 
-from engram.scrub.scrubber import PRIVATE, Redactions, ScrubConfig, Scrubber, marker
+from engram.scrub.scrubber import PRIVATE, Redactions, Scrubber, ScrubConfig, marker
 from engram.scrub.values import scrub_value
 
 __all__ = ["PRIVATE", "Redactions", "ScrubConfig", "Scrubber", "marker", "scrub_value"]
