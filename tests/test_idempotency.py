@@ -24,6 +24,7 @@ from engram.store.postgres import PostgresStore
 from engram.store.protocol import Store
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
+from tests.sql import backend
 from tests.test_api_live import running
 
 
@@ -48,6 +49,7 @@ def served(engram: Engram, tmp_path: Path) -> Iterator[Served]:
 
 def row_counts(store: Store) -> dict[str, int]:
     """Rows in every table of the database but the idempotency keys themselves."""
+    store = backend(store)
     if isinstance(store, SQLiteStore):
         conn = store.db.reader()
         names = [
@@ -251,6 +253,7 @@ def test_a_dead_servers_reservation(served: Served, clock: FakeClock) -> None:
 
 def _mark_executed(store: Store, key: str) -> None:
     sql = "UPDATE idempotency_keys SET executed = 1 WHERE key = '" + key + "'"
+    store = backend(store)
     if isinstance(store, SQLiteStore):
         with store.db.tx() as conn:
             conn.execute(sql)

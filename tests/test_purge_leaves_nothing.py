@@ -15,7 +15,7 @@ from engram.lifecycle.report import Outcome
 from engram.models import NewMemory
 from engram.store import Store
 from engram.store.sqlite import SQLiteStore
-from tests.sql import query
+from tests.sql import backend, query
 
 KEPT = "The staging cluster runs Kubernetes 1.29 on bare metal in Frankfurt"
 ABSORBED = "the staging cluster runs kubernetes 1.29 on bare metal in Frankfurt, per Qorvath"
@@ -25,6 +25,7 @@ NEW = "The release train for Qorvath no longer leaves every Tuesday at 0930"
 
 def _rows_mentioning(store: Store, text: str) -> list[str]:
     """Every table row (as text) that contains ``text``."""
+    store = backend(store)
     if isinstance(store, SQLiteStore):
         tables = [r[0] for r in query(store, "SELECT name FROM sqlite_master WHERE type='table'")]
         found = []
@@ -76,8 +77,9 @@ def test_purge_leaves_the_text_nowhere(engram: Engram, tmp_path: Path) -> None:
     assert engram.memories.get(kept.id, LOCAL).content == KEPT
     for text in (ABSORBED, OLD):
         assert _rows_mentioning(engram.store, text) == [], text
-    if isinstance(engram.store, SQLiteStore):
-        path = engram.store.path
+    raw_store = backend(engram.store)
+    if isinstance(raw_store, SQLiteStore):
+        path = raw_store.path
         with sqlite3.connect(path) as raw:  # fold the WAL into the file, as a checkpoint does
             raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         for suffix in ("", "-wal"):

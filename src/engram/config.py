@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from engram.errors import InvalidInput
+from engram.scrub import ScrubConfig
+from engram.scrub.config import load_scrub_config
 
 DEFAULT_ENVIRONMENT = "default"
 
@@ -52,6 +54,8 @@ class Settings:
     """An API key: ``engram mcp`` on stdio acts as its owner."""
     public_url: str | None = None
     allowed_hosts: tuple[str, ...] = ()
+    scrub: ScrubConfig = field(default_factory=ScrubConfig)
+    """Extra secret patterns and the allowlist, from ``<home>/scrub.toml``."""
 
     @property
     def database_path(self) -> Path:
@@ -60,7 +64,9 @@ class Settings:
     @classmethod
     def load(cls, home: Path | str | None = None, env: Mapping[str, str] | None = None) -> Settings:
         """Resolve settings from explicit arguments, then the environment variables of
-        :data:`VARIABLES`, then the platform's user data and cache directories."""
+        :data:`VARIABLES`, then the platform's user data and cache directories.
+        ``<home>/scrub.toml`` adds secret patterns and an allowlist (:mod:`engram.scrub.config`).
+        """
         env = os.environ if env is None else env
 
         def get(name: str) -> str | None:
@@ -80,6 +86,7 @@ class Settings:
             token=get("ENGRAM_TOKEN"),
             public_url=get("ENGRAM_PUBLIC_URL"),
             allowed_hosts=tuple(h for h in hosts if h),
+            scrub=load_scrub_config(root),
         )
 
 

@@ -47,6 +47,11 @@ class ExtractionResult(BaseModel):
         default=None, description="'lifecycle.remember' or 'memories.add_many'"
     )
     messages_added: int = 0
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Secrets the scrubber removed from the conversation and its messages "
+        "before anything was stored or extracted, as kind -> count.",
+    )
 
     def memory_ids(self, action: str) -> list[str]:
         return [o.memory_id for o in self.outcomes if o.action == action and o.memory_id]

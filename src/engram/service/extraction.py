@@ -32,6 +32,7 @@ from engram.extraction.results import MAX_MESSAGES, ConversationInput, Extractio
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
 from engram.models import Layer
+from engram.scrub import Scrubber, scrub_value
 from engram.store.conversations import ConversationStore
 
 if TYPE_CHECKING:
@@ -62,8 +63,10 @@ class ExtractionService:
         *,
         extractor: Extractor | None = None,
         config: ExtractionConfig | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self._engram = engram
+        self._scrubber = scrubber or Scrubber()
         self.conversations = conversations
         self._clock = clock
         self.extractor: Extractor = extractor or RuleExtractor()
@@ -168,6 +171,9 @@ class ExtractionService:
         )
         if not data.messages:
             raise InvalidInput("a conversation to extract from needs at least one message")
+        # scrubbed first: the extractor (maybe a remote LLM) never reads a secret
+        data, found = scrub_value(self._scrubber, data)
+        redactions = {"redactions": found.as_dict()}
         if dry_run:
             conv = self._transient(data, actor, environment)
             messages = [
@@ -185,13 +191,13 @@ class ExtractionService:
             ]
             return self._run(
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
-            )
+            ).model_copy(update=redactions)
         conv = self.start(data.conversation, actor, environment)
         added = self._append(conv, data.messages)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
-        return result.model_copy(update={"messages_added": len(added)})
+        return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def add_messages(
         self,
@@ -207,9 +213,12 @@ class ExtractionService:
         """Append messages (starting the conversation if it is new); once ``config.every``
         assistant messages have arrived since the last extraction, extract from the new
         messages with the last ``config.window`` messages as context."""
-        conv = self.start(
-            NewConversation(id=conversation_id, source=source, title=title), actor, environment
+        (new, messages), found = scrub_value(
+            self._scrubber,
+            (NewConversation(id=conversation_id, source=source, title=title), list(messages)),
         )
+        redactions = {"redactions": found.as_dict()}
+        conv = self.start(new, actor, environment)
         added = self._append(conv, messages)
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
@@ -220,12 +229,13 @@ class ExtractionService:
                 dry_run=False,
                 extractor=str(name),
                 messages_added=len(added),
+                **redactions,
             )
         window = self.conversations.last_messages(conv.id, self.config.window)
         result = self._run(
             conv, state, window, actor, False, assistant=assistant, extractor=extractor
         )
-        return result.model_copy(update={"messages_added": len(added)})
+        return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def _transient(
         self, data: ConversationInput, actor: Actor, environment: str | None

@@ -18,6 +18,7 @@ from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Action, Layer, Memory, NewMemory, Status
+from engram.scrub import scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.service.maintenance import Maintenance
@@ -56,16 +57,18 @@ class LifecycleService:
         """
         env = self._envs.resolve(environment, actor, Role.WRITER)
         if new.layer is not Layer.FACT:
-            return WriteOutcome(
-                action=Outcome.CREATED, memory=self._memories.add(new, actor, env.id)
-            )
+            stored = self._memories.add(new, actor, env.id)
+            return WriteOutcome(action=Outcome.CREATED, memory=stored, redactions=stored.redactions)
+        # scrubbed before anything reads it: dedup, the embedding, the stored memory
+        new, found = scrub_value(self._memories.scrubber, new)
+        redactions = found.as_dict()
         vectors = self._ops.embed([new.content])
         vector = None if vectors is None else vectors[0]
         decision = decide(
             new.content, self._ops.candidates(env.id, new.content, vector), self._config
         )
         now = self._clock()
-        memory = changes.build(env.id, new, actor, now)
+        memory = changes.build(env.id, new, actor, now, redactions=redactions)
         created = changes.record(memory, Action.CREATE, actor, "")
         target = decision.candidate.memory if decision.candidate is not None else None
         if decision.move is Move.MERGE and target is not None:
@@ -80,6 +83,7 @@ class LifecycleService:
                 absorbed_into=target.id,
                 merged_record=memory.id,
                 reason=decision.reason,
+                redactions=redactions,
             )
         if decision.move is Move.SUPERSEDE and target is not None:
             memory = memory.model_copy(update={"supersedes": target.id})
@@ -95,15 +99,20 @@ class LifecycleService:
                 memory=memory,
                 superseded=target.id,
                 reason=decision.reason,
+                redactions=redactions,
             )
         self._ops.commit([created], actor)
         self._ops.store_vectors([memory], vectors)
         if decision.move is Move.REVIEW and target is not None and decision.candidate is not None:
             item = self._ops.queue(memory, target, decision.reason, decision.candidate.similarity)
             return WriteOutcome(
-                action=Outcome.QUEUED, memory=memory, review_id=item.id, reason=decision.reason
+                action=Outcome.QUEUED,
+                memory=memory,
+                review_id=item.id,
+                reason=decision.reason,
+                redactions=redactions,
             )
-        return WriteOutcome(action=Outcome.CREATED, memory=memory)
+        return WriteOutcome(action=Outcome.CREATED, memory=memory, redactions=redactions)
 
     # -- maintenance ---------------------------------------------------------------------------
     def maintain(

@@ -45,24 +45,25 @@ class LifecycleOps:
         return self._store
 
     def commit(self, batch: Sequence[Change], actor: Actor) -> None:
-        """Write the changes in one transaction, then record them in the audit log (ids,
-        versions, the action; never a reason, which may quote memory text)."""
+        """Write the changes and their audit entries in one transaction (ids, versions, the
+        action; never a reason, which may quote memory text)."""
         if not batch:
             return
-        self._store.write(batch)
         by_env: dict[str, list[Change]] = {}
         for c in batch:
             by_env.setdefault(c.memory.environment_id, []).append(c)
-        for env_id, group in by_env.items():
-            ids = list(dict.fromkeys(c.memory.id for c in group))
-            self._audit.record(
+        entries = [
+            self._audit.entry(
                 actor,
                 f"memory.{group[-1].version.action.value}",
                 environment_id=env_id,
-                targets=ids,
+                targets=list(dict.fromkeys(c.memory.id for c in group)),
                 before={c.memory.id: (c.memory.version - 1) or None for c in reversed(group)},
                 after={c.memory.id: c.memory.version for c in group},
             )
+            for env_id, group in by_env.items()
+        ]
+        self._store.write(batch, audit=entries)
 
     def embed(self, texts: Sequence[str]) -> Vector | None:
         """One batch of vectors, or None in keyword-only mode."""

@@ -22,6 +22,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
 from engram.ids import new_id
+from engram.scrub import Scrubber
 from engram.service.environments import EnvironmentService, require_scope
 from engram.soul.blocks import (
     BUILTIN,
@@ -58,10 +59,17 @@ DEFAULT_SOUL_TOKENS = 2_000
 
 
 class SoulService:
-    def __init__(self, store: Store, clock: Clock, environments: EnvironmentService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._envs = environments
+        self._scrubber = scrubber or Scrubber()
 
     # -- layers ------------------------------------------------------------------------------
     def _layer_id(
@@ -174,7 +182,8 @@ class SoulService:
             )
         updates: dict[str, object] = {}
         if text is not None:
-            updates["text"] = validate_text(key, text)
+            # scrubbed here so the returned block shows what is stored
+            updates["text"] = self._scrubber.scrub(validate_text(key, text))[0]
             if current.mode is OverrideMode.INHERIT and mode is None:
                 updates["mode"] = OverrideMode.REPLACE
         if mode is not None:
