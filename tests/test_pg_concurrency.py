@@ -67,7 +67,7 @@ def servers(
                 )
             )
             urls.append(f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # four servers starting at once on 2 cores
         for url, proc in zip(urls, procs, strict=True):
             while True:
                 assert proc.poll() is None, f"server {url} exited"

@@ -103,9 +103,10 @@ def test_linear_time_on_adversarial_input(unit: str) -> None:
     s = Scrubber()
     t_small = _seconds(s, (unit * 20_000)[:20_000])
     assert t_small < 0.5, f"{unit!r} x 20k took {t_small:.3f}s"
-    # four times the input takes about four times as long; a quadratic pattern takes 16x
-    ratio = _seconds(s, (unit * 80_000)[:80_000]) / max(t_small, 1e-4)
-    assert ratio < 8, f"{unit!r}: 4x input took {ratio:.1f}x the time"
+    # eight times the input takes about eight times as long; a quadratic pattern takes 64x
+    # (the bound leaves room for a noisy shared machine without letting quadratic through)
+    ratio = _seconds(s, (unit * 160_000)[:160_000]) / max(t_small, 1e-3)
+    assert ratio < 24, f"{unit!r}: 8x input took {ratio:.1f}x the time"
 
 
 def test_extra_patterns_and_allowlist() -> None:
