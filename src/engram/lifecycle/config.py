@@ -28,6 +28,10 @@ class LifecycleConfig:
     contradiction_jaccard: float = 0.30
     """Lexical stand-in for the band when a pair has no cosine (keyword-only mode)."""
 
+    protect_importance: float = 0.8
+    """A memory this important (or pinned) is superseded only by a strong match: the same
+    subject and a named attribute, every claim replaced. A weaker one goes to review."""
+
     keyword_candidates: int = 20
     vector_candidates: int = 10
     confidence_boost: float = 0.2
@@ -60,6 +64,7 @@ class LifecycleConfig:
             "dedup_cosine",
             "contradiction_cosine",
             "contradiction_jaccard",
+            "protect_importance",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

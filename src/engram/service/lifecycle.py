@@ -21,6 +21,7 @@ from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
 from engram.lifecycle.maintenance import Maintenance
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
+from engram.lifecycle.review import stale_reason
 from engram.models import Action, Layer, Memory, MemoryFilter, NewMemory, Status
 from engram.service.environments import EnvironmentService
 from engram.service.memories import MemoryService
@@ -237,7 +238,34 @@ class LifecycleService:
             raise InvalidInput(f"limit must be between 1 and {MAX_REVIEWS}, got {limit}")
         env = self._envs.resolve(environment, actor)
         statuses = [status] if status is not None else list(ReviewStatus)
-        return self._store.reviews.list_reviews([env.id], statuses, limit=limit)
+        items = self._store.reviews.list_reviews([env.id], statuses, limit=limit)
+        closed = {
+            i.id: i for i in self._close_stale([i for i in items if i.status is ReviewStatus.OPEN])
+        }
+        items = [closed.get(i.id, i) for i in items]
+        return [i for i in items if status is None or i.status is status]
+
+    def _close_stale(self, items: Sequence[ReviewItem]) -> list[ReviewItem]:
+        """Close open items with nothing left to decide (a memory of the pair is no longer
+        active: superseded, merged or deleted since), saying why. Returns the closed ones."""
+        ids = {x for i in items for x in (i.memory_id, i.other_id)}
+        found = {m.id: m for m in self._store.get(list(ids))} if ids else {}
+        out = []
+        for item in items:
+            why = stale_reason(item, found)
+            if why is None:
+                continue
+            closed = item.model_copy(
+                update={
+                    "status": ReviewStatus.CLOSED,
+                    "resolved_at": self._clock(),
+                    "resolved_by": "lifecycle",
+                    "reason": f"{item.reason}; closed: {why}",
+                }
+            )
+            self._store.reviews.put_review(closed)
+            out.append(closed)
+        return out
 
     def resolve_review(
         self, review_id: str, accept: bool, actor: Actor, note: str = ""
@@ -248,8 +276,17 @@ class LifecycleService:
         if item is None or env is None or self._envs.role_of(env, actor) is None:
             raise NotFound(f"review item {review_id!r} does not exist", review_id=review_id)
         self._envs.check(env, self._envs.role_of(env, actor), Role.WRITER, actor)
+        if item.status is ReviewStatus.OPEN and self._close_stale([item]):
+            item = self._store.reviews.get_review(review_id) or item
         if item.status is not ReviewStatus.OPEN:
-            raise Conflict(f"review item {review_id!r} is already {item.status.value}")
+            raise Conflict(
+                f"review item {review_id!r} is already {item.status.value}"
+                + (
+                    f" ({item.reason.rsplit('closed: ', 1)[-1]})"
+                    if item.status is ReviewStatus.CLOSED
+                    else ""
+                )
+            )
         if accept:
             self._accept(item, actor, note)
         resolved = item.model_copy(

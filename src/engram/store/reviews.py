@@ -15,6 +15,8 @@ class ReviewStatus(StrEnum):
     OPEN = "open"
     ACCEPTED = "accepted"
     DISMISSED = "dismissed"
+    CLOSED = "closed"
+    """Nothing left to decide: a memory of the pair was superseded, merged or deleted since."""
 
 
 class ReviewItem(BaseModel):
