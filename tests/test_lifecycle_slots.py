@@ -18,6 +18,7 @@ from engram.lifecycle.claims import claims
 from engram.lifecycle.contradiction import Strength, Verdict, check
 from engram.models import Status
 from engram.store.reviews import ReviewStatus
+from tests.conftest import FakeClock
 
 CHAT = {
     "conversation": {"title": "intro"},
@@ -176,3 +177,17 @@ def test_review_items_close_when_their_memories_change(engram: Engram) -> None:
     assert engram.lifecycle.reviews(LOCAL) == []  # nothing left to decide: closed
     [item] = engram.lifecycle.reviews(LOCAL, status=None)
     assert item.status is ReviewStatus.CLOSED and "deleted" in item.reason
+
+
+# -- decay retires only noise ------------------------------------------------------------
+def test_decay_never_flags_a_memory_that_was_used(engram: Engram, clock: FakeClock) -> None:
+    noise = engram.memories.add(NewMemory(content="Saw a blue car once", importance=0.05), LOCAL)
+    used = engram.memories.add(NewMemory(content="Gate code is 4411", importance=0.05), LOCAL)
+    for _ in range(3):  # read three times, long ago
+        engram.store.record_access([used.id], clock())
+    clock.advance(days=400)
+    report = engram.lifecycle.maintain(LOCAL)
+    assert [e.memory_id for e in report.flagged] == [noise.id]
+    why = report.flagged[0].reason
+    assert "never read" in why and "0 reads" in why and "importance 0.05" in why
+    assert engram.memories.get(used.id, LOCAL).status is Status.ACTIVE

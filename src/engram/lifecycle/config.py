@@ -44,7 +44,10 @@ class LifecycleConfig:
     flag_importance: float = 0.1
     """Memories below this importance ..."""
     flag_idle_days: float = 120.0
-    """... and untouched (no write, no read) for this long are flagged for removal."""
+    """... and untouched (no write, no read) for this long ..."""
+    flag_max_uses: int = 3
+    """... and read or reinforced fewer times than this are flagged for removal: a memory
+    that was used is not noise, however old."""
 
     # -- compaction of cold episodes into facts
     cold_retention: float = 0.2
