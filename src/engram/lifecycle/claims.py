@@ -167,6 +167,8 @@ _PURPOSE_RE = re.compile(
     r"\b(?:as|for)\s+(?:the|our|their|its|his|her|a|an|my)\s+(?:main\s+|primary\s+|default\s+)?"
     r"([a-z]+(?:\s+[a-z]+)?)"
 )
+_NAMED_FOR_RE = re.compile(r"\b(?:for|of|in|on)\s+(?:the\s+)?([A-Z][\w-]*|[\w]+-[\w-]+)")
+"""A name after "for": capitalised, or a hyphenated project slug."""
 _FOR_SUBJECT_RE = re.compile(r"\b(?:for|in|on)\s+(?:the|our|their|its)\s+(.+)$")
 _CLAUSE_RE = re.compile(r"\s*(?:;|,\s*and\s+|,\s*but\s+|\s+and\s+|\s+but\s+|,\s*while\s+)\s*")
 _NAME_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
@@ -308,6 +310,12 @@ def _relation_claim(clause: str, low: str) -> Claim | None:
                     if extra is not None:
                         subject = [*subject, *_content(words(extra.group(1)))]
                     value = _content(words(after[: purpose.start()])) or value
+            else:
+                named_for = _NAMED_FOR_RE.search(clause[m.end() :])
+                if named_for is not None:  # "use sqlite for harbor-infra": the project
+                    extra_ws = _content(words(named_for.group(1)))
+                    subject = [*subject, *extra_ws]
+                    value = [w for w in value if w not in extra_ws] or value
         cls = (
             _CLASS_OF.get(value[0]) if attribute in _CLASSED or attribute[:6] == "prefer" else None
         )

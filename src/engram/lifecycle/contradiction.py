@@ -20,9 +20,10 @@ every claim of the older one; ``plain`` when the attribute is only a bare verb; 
 one subject only contains the other or the older fact holds other claims the new one leaves
 alone. The caller supersedes only what is strong enough for the older memory's importance.
 
-Same attribute, different subject ("Alice uses vim" / "Bob uses vim"), different numbers or
-names where no claim can be read, make the pair *distinct*: two facts about different things,
-never merged nor superseded. Anything else is no conflict.
+Same attribute, different subject ("Alice uses vim" / "Bob uses vim"), and, where no claim
+can be read, different numbers, names or swapped words ("bought 35 plums" / "bought 35
+batteries") make the pair *distinct*: two facts about different things, never merged nor
+superseded. Anything else is no conflict.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
-from engram.lifecycle.claims import MARKER_WORDS, NEGATIONS, Claim, claims, norm
+from engram.lifecycle.claims import FILLERS, MARKER_WORDS, NEGATIONS, Claim, claims, norm
 from engram.text import STOPWORDS, words
 
 
@@ -82,8 +83,11 @@ def _content(ws: list[str]) -> set[str]:
 
 
 def _names(text: str) -> set[str]:
-    """Capitalised words after the first: names of people, places, products."""
-    tokens = _NAME_RE.findall(text)[1:]
+    """Capitalised words (the first too, unless a stopword): names of people, places,
+    products."""
+    tokens = _NAME_RE.findall(text)
+    if tokens and tokens[0].lower() in STOPWORDS:
+        tokens = tokens[1:]
     return {norm(t.lower().replace("’", "'")) for t in tokens if t[0].isupper()}
 
 
@@ -158,7 +162,11 @@ def _by_claims(co: tuple[Claim, ...], cn: tuple[Claim, ...]) -> Finding | None:
                     f"{_show(old.subject - new.subject)} vs {_show(new.subject - old.subject)}",
                 )
                 continue
-            others = sum(1 for c in co if c is not old and c.attribute != new.attribute)
+            others = sum(
+                1
+                for c in co
+                if c is not old and not (c.attribute == new.attribute and c.subject == new.subject)
+            )
             found = _compare(old, new, others)
             if best is None or _rank(found) > _rank(best):
                 best = found
@@ -189,7 +197,7 @@ def check(old: str, new: str) -> Finding:
         return found
     # no slot in common: never a conflict; only tell apart facts that must not be merged
     wo, wn = words(old), words(new)
-    so, sn = _content(wo) - MARKER_WORDS, _content(wn) - MARKER_WORDS
+    so, sn = _content(wo) - MARKER_WORDS - FILLERS, _content(wn) - MARKER_WORDS - FILLERS
     only_old, only_new = so - sn, sn - so
     neg_old, neg_new = any(w in NEGATIONS for w in wo), any(w in NEGATIONS for w in wn)
     if neg_old != neg_new and not only_old and not only_new:
@@ -203,8 +211,13 @@ def check(old: str, new: str) -> Finding:
         detail = f"{_show(nums_old - nums_new)} -> {_show(nums_new - nums_old)}"
         return Finding(Verdict.DISTINCT, "different numbers or dates", detail)
     names_old, names_new = _names(old) & only_old, _names(new) & only_new
-    if names_old and names_new:
+    if (names_old or names_new) and only_old and only_new:
         return Finding(
-            Verdict.DISTINCT, "different names", f"{_show(names_old)} vs {_show(names_new)}"
+            Verdict.DISTINCT, "different names", f"{_show(only_old)} vs {_show(only_new)}"
+        )
+    if only_old and only_new:
+        # words swapped, not added: "watched a film on bonsai" / "... on sourdough"
+        return Finding(
+            Verdict.DISTINCT, "different details", f"{_show(only_old)} vs {_show(only_new)}"
         )
     return NO_CONFLICT
