@@ -406,3 +406,13 @@ def claims(text: str) -> tuple[Claim, ...]:
             claim = replace(claim, subject=out[-1].subject)
         out.append(claim)
     return tuple(out)
+
+
+def lookup_terms(text: str) -> str:
+    """The words to look candidates up by: the text's content words without fillers, change
+    markers and each claim's value words after the first (what a duplicate or a conflicting
+    fact must share: subject, attribute, value). Fewer terms make the keyword lookup cheaper."""
+    found = claims(text)
+    extra = {w for c in found for w in c.value if w != c.core}
+    kept = [w for w in words(text) if w not in _DROP and norm(w) not in extra]
+    return " ".join(dict.fromkeys(kept)) or text

@@ -32,7 +32,7 @@ class LifecycleConfig:
     """A memory this important (or pinned) is superseded only by a strong match: the same
     subject and a named attribute, every claim replaced. A weaker one goes to review."""
 
-    keyword_candidates: int = 20
+    keyword_candidates: int = 40
     vector_candidates: int = 10
     confidence_boost: float = 0.2
     """A merge moves confidence this fraction of the way to 1."""

@@ -16,6 +16,7 @@ from engram.embeddings.protocol import Embedder
 from engram.errors import Conflict, InvalidInput, NotFound
 from engram.ids import new_id
 from engram.lifecycle import changes
+from engram.lifecycle.claims import lookup_terms
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
@@ -107,7 +108,7 @@ class LifecycleService:
         with a vector, nearest neighbours (scored by cosine too)."""
         cfg = self.config
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT])
-        hits = self._store.keyword_search(text, flt, limit=cfg.keyword_candidates)
+        hits = self._store.keyword_search(lookup_terms(text), flt, limit=cfg.keyword_candidates)
         cosine: dict[str, float] = {}
         if vector is not None and self.embedder is not None:
             near = self._store.vector_search(
@@ -152,7 +153,12 @@ class LifecycleService:
             )
         vectors = self.embed([new.content])
         vector = None if vectors is None else vectors[0]
-        decision = decide(new.content, self.candidates(env.id, new.content, vector), self.config)
+        # keyword evidence first: a merge or a supersede it decides needs no nearest-neighbour
+        # lookup (nor an indexer that has embedded the older facts)
+        decision = decide(new.content, self.candidates(env.id, new.content, None), self.config)
+        if vector is not None and decision.move not in (Move.MERGE, Move.SUPERSEDE):
+            near = self.candidates(env.id, new.content, vector)
+            decision = decide(new.content, near, self.config)
         now = self._clock()
         memory = changes.build(env.id, new, actor, now)
         created = changes.record(memory, Action.CREATE, actor, "")
