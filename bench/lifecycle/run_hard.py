@@ -2,7 +2,7 @@
 
 - merge precision / recall: a merge is right when the fact that absorbed the new one states
   each of its slots with the same value (a ``dup``, or an update back to a value an active fact
-  holds); recall: right merges over the ``dup`` items;
+  holds); recall: ``dup`` items rightly merged, over the ``dup`` items;
 - supersede precision / recall: a supersede is right when the new fact gives every slot of the
   superseded one another value (so a bundle is never rightly superseded by a one-slot fact);
   recall: updates that superseded their slot's fact, over the updates whose slot was held by a
@@ -41,6 +41,7 @@ class HardScore:
     rate: float = 0.0
     merges: int = 0
     good_merges: int = 0
+    dup_merges: int = 0
     dups: int = 0
     supersedes: int = 0
     good_supersedes: int = 0
@@ -63,7 +64,7 @@ class HardScore:
         real = f"{self.queued_real / self.queued:4.2f}" if self.queued else " – "
         return (
             f"| {self.name:<28} | {self.rate:6.0f} | {self.plain_rate:6.0f} "
-            f"| {pr(self.good_merges, self.merges, self.dups)} "
+            f"| {pr(self.good_merges, self.merges, self.dups, self.dup_merges)} "
             f"| {pr(self.good_supersedes, self.supersedes, self.updates, self.update_supersedes)} "
             f"| {hidden} | {self.queued:5d} ({real}) "
             f"| {self.bundle_updates_queued}/{self.bundle_updates} |"
@@ -106,6 +107,7 @@ def run_hard(root: Path, name: str, items: list[Item], embedder: Embedder | None
             target = by_id[out.absorbed_into]
             if item.slots and all(target.slots.get(k) == v for k, v in item.slots.items()):
                 score.good_merges += 1
+                score.dup_merges += item.kind == "dup"
             else:
                 _hide(score, item, f"merged into {target.text!r}")
         elif out.action is Outcome.SUPERSEDED and out.superseded:
