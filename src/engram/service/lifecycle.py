@@ -103,12 +103,18 @@ class LifecycleService:
         vector: Vector | None,
         *,
         exclude: frozenset[str] = frozenset(),
+        keyword: bool = True,
     ) -> list[Candidate]:
         """Active facts in the environment like ``text``: keyword hits (scored by Jaccard) and,
-        with a vector, nearest neighbours (scored by cosine too)."""
+        with a vector, nearest neighbours (scored by cosine too). With ``keyword`` off, only
+        the nearest neighbours."""
         cfg = self.config
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT])
-        hits = self._store.keyword_search(lookup_terms(text), flt, limit=cfg.keyword_candidates)
+        hits = (
+            self._store.keyword_search(lookup_terms(text), flt, limit=cfg.keyword_candidates)
+            if keyword
+            else []
+        )
         cosine: dict[str, float] = {}
         if vector is not None and self.embedder is not None:
             near = self._store.vector_search(
@@ -155,10 +161,12 @@ class LifecycleService:
         vector = None if vectors is None else vectors[0]
         # keyword evidence first: a merge or a supersede it decides needs no nearest-neighbour
         # lookup (nor an indexer that has embedded the older facts)
-        decision = decide(new.content, self.candidates(env.id, new.content, None), self.config)
+        keyword = self.candidates(env.id, new.content, None)
+        decision = decide(new.content, keyword, self.config)
         if vector is not None and decision.move not in (Move.MERGE, Move.SUPERSEDE):
-            near = self.candidates(env.id, new.content, vector)
-            decision = decide(new.content, near, self.config)
+            near = self.candidates(env.id, new.content, vector, keyword=False)
+            merged = {c.memory.id: c for c in keyword} | {c.memory.id: c for c in near}
+            decision = decide(new.content, list(merged.values()), self.config)
         now = self._clock()
         memory = changes.build(env.id, new, actor, now)
         created = changes.record(memory, Action.CREATE, actor, "")
