@@ -186,7 +186,8 @@ def test_contradiction_band_edges(
 def test_unclear_pairs_go_to_review_and_092_merges(
     semantic: Engram, chosen: ChosenEmbedder, cosine: float, expected: Outcome
 ) -> None:
-    a, b = "Enjoys green tea every morning", "Drinks sencha at breakfast"
+    # the same slot (a preference), the same value, different details on both sides
+    a, b = "Prefers green tea every morning", "Prefers green tea at breakfast"
     chosen.anchor(a)
     chosen.near(b, cosine)
     first = semantic.lifecycle.remember(fact(a), LOCAL).memory
@@ -284,17 +285,18 @@ def test_undo_supersede_from_either_side(engram: Engram) -> None:
 
 # -- review queue ----------------------------------------------------------------------------
 def test_review_accept_supersedes_and_dismiss_keeps_both(engram: Engram) -> None:
-    bob = engram.lifecycle.remember(fact("User likes dark mode"), LOCAL).memory
-    q = engram.lifecycle.remember(fact("User loves dark mode in editors"), LOCAL)
+    # a conflict on one slot, not strong enough for an important memory: queued
+    bob = engram.lifecycle.remember(fact("User prefers tea in the morning", importance=0.9), LOCAL)
+    q = engram.lifecycle.remember(fact("User prefers coffee in the morning"), LOCAL)
     assert q.action is Outcome.QUEUED
     item = engram.lifecycle.resolve_review(q.review_id or "", True, LOCAL, "he told me")
     assert item.status is ReviewStatus.ACCEPTED and item.resolved_by == LOCAL.label
-    assert engram.memories.get(bob.id, LOCAL).status is Status.SUPERSEDED
+    assert engram.memories.get(bob.memory.id, LOCAL).status is Status.SUPERSEDED
     with pytest.raises(Conflict):
         engram.lifecycle.resolve_review(item.id, False, LOCAL)
 
-    dan = engram.lifecycle.remember(fact("Dan likes light themes"), LOCAL).memory
-    q2 = engram.lifecycle.remember(fact("Dan loves light themes in terminals"), LOCAL)
+    dan = engram.lifecycle.remember(fact("Dan prefers light themes", importance=0.9), LOCAL).memory
+    q2 = engram.lifecycle.remember(fact("Dan prefers dark themes"), LOCAL)
     item2 = engram.lifecycle.resolve_review(q2.review_id or "", False, LOCAL)
     assert item2.status is ReviewStatus.DISMISSED
     assert engram.memories.get(dan.id, LOCAL).status is Status.ACTIVE

@@ -180,13 +180,13 @@ def test_cli_maintain_review_and_undo(
         return code, out + err
 
     assert run("init")[0] == 0
-    for text in (
-        "User likes dark mode",
-        "User loves dark mode in editors",
-        "Uses pnpm daily",
-        "Uses pnpm daily, really",
+    for args in (
+        ("User prefers tea in the morning", "--importance", "0.9"),
+        ("User prefers coffee in the morning",),  # a conflict too weak for the important one
+        ("Uses pnpm daily",),
+        ("Uses pnpm daily, really",),
     ):
-        assert run("add", text)[0] == 0
+        assert run("add", *args)[0] == 0
     code, out = run("maintain", "--dry-run", "--json")
     assert code == 0
     report = json.loads(out)

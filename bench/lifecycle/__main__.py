@@ -1,9 +1,11 @@
 """Lifecycle benchmark: a fixed-seed stream of facts with known duplicates, updates and noise,
 written through ``LifecycleService.remember``. Reports precision and recall of merges and
 supersessions, write throughput, and the time of a full maintenance run, beside a naive baseline
-(exact-text dedup, no supersession) measured in the same run.
+(exact-text dedup, no supersession) measured in the same run. Then the hard stream
+(:mod:`bench.lifecycle.hard`: many facts about the same subjects, bundles, change words in
+unrelated facts), scored by :mod:`bench.lifecycle.run_hard`.
 
-    python -m bench.lifecycle [--n 10000] [--seed 7] [--no-embedder] [--sweep]
+    python -m bench.lifecycle [--n 10000] [--seed 7] [--no-embedder] [--sweep] [--hard-only]
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.lifecycle.generate import Item, stream
+from bench.lifecycle.hard import hard_stream
+from bench.lifecycle.run_hard import HEADER, HardScore, run_hard
 from engram import LOCAL, Engram, NewMemory
 from engram.embeddings.protocol import Embedder
 from engram.lifecycle import MaintenanceReport, Outcome
@@ -156,12 +160,31 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-embedder", action="store_true")
     parser.add_argument("--sweep", action="store_true", help="also time maintenance-only runs")
+    parser.add_argument("--hard-only", action="store_true", help="only the hard stream")
     args = parser.parse_args()
+    embedder = None if args.no_embedder else default_embedder()
+    hard = hard_stream()
+    print(f"hard stream: {len(hard)} facts: {dict(Counter(i.kind for i in hard))}", flush=True)
+    hard_rows: list[HardScore] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for emb in [None] + ([embedder] if embedder is not None else []):
+            name = "lifecycle" + (" + static embedder" if emb else ": keyword only")
+            hard_rows.append(run_hard(Path(tmp), name, hard, emb))
+    print()
+    print(HEADER)
+    print("|" + "|".join("---" for _ in HEADER.split("|")[1:-1]) + "|")
+    for h in hard_rows:
+        print(h.row())
+    for h in hard_rows:
+        for example in h.examples:
+            print(f"- {h.name}: {example}")
+    if args.hard_only:
+        return
+    print()
 
     items = stream(args.n, args.seed)
     expected = Counter(i.kind for i in items)
     print(f"stream: {len(items)} facts, seed {args.seed}: {dict(expected)}", flush=True)
-    embedder = None if args.no_embedder else default_embedder()
 
     rows: list[Score] = []
     maint: list[tuple[str, MaintenanceReport]] = []

@@ -86,7 +86,7 @@ def undo(
 def review_list(
     ctx: typer.Context,
     status: Annotated[
-        ReviewStatus | None, typer.Option(help="open (default), accepted or dismissed.")
+        ReviewStatus | None, typer.Option(help="open (default), accepted, dismissed or closed.")
     ] = ReviewStatus.OPEN,
     all_: Annotated[bool, typer.Option("--all", help="Every status.")] = False,
     limit: Annotated[int, typer.Option(help="At most this many (1-1000).")] = 100,

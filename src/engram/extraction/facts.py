@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engram.extraction.conversation import Role
+from engram.extraction.conversation import Message, Role
 from engram.extraction.person import to_third_person
 from engram.extraction.proposals import Proposal
 from engram.extraction.sentences import Sentence
@@ -119,6 +119,9 @@ _LEAD_RE = re.compile(
 )
 MIN_WORDS = 4
 MAX_WORDS = 60
+_CLAIM_SPLIT_RE = re.compile(
+    r"(?:\s*,\s*|\s+)(?:and|but|while)\s+(?=I(?:'m|'ve|'ll|'d)?\b)|\s*;\s*(?=I(?:'m|'ve|'ll|'d)?\b)"
+)
 
 
 def speaks_for_self(role: Role) -> bool:
@@ -135,6 +138,21 @@ def match_fact(text: str) -> FactPattern | None:
     return next((p for p in PATTERNS if p.regex.search(text)), None)
 
 
+def claim_parts(text: str) -> list[tuple[str, FactPattern]]:
+    """The sentence's claims, each with its pattern: "I'm allergic to peanuts and I prefer vim
+    over emacs" is two facts (a constraint and a preference), so that a later update of one
+    never retires the other. Split only where "I" starts a new clause and every part is a
+    fact on its own; otherwise the sentence stays whole."""
+    whole = match_fact(text)
+    parts = [p.strip() for p in _CLAIM_SPLIT_RE.split(text) if p.strip()]
+    if len(parts) > 1:
+        parts = [p if p[-1] in ".!?" else p + "." for p in parts]
+        matched = [(p, match_fact(p)) for p in parts]
+        if all(m is not None for _, m in matched):
+            return [(p, m) for p, m in matched if m is not None]
+    return [] if whole is None else [(text, whole)]
+
+
 def fact_proposals(items: list[Sentence], others: dict[str, str]) -> list[Proposal]:
     """One proposal per first-person sentence that matches a pattern. ``others`` maps a speaker
     to who "we" means besides them (for "we decided")."""
@@ -144,32 +162,37 @@ def fact_proposals(items: list[Sentence], others: dict[str, str]) -> list[Propos
         msg = sentence.message
         if not speaks_for_self(msg.role):
             continue
-        pattern = match_fact(sentence.text.replace("’", "'"))
-        if pattern is None:
-            continue
-        speaker = msg.author or "the user"
-        text = to_third_person(_LEAD_RE.sub("", sentence.text), speaker)
-        if others.get(msg.speaker):
-            who = f"{speaker} and {others[msg.speaker]}"
-            text = re.sub(r"\b[Ll]et's\b", f"{who} will", text)
-            text = re.sub(r"\b[Ww]e\b", who, text)
-            text = re.sub(r"\bour\b", "their", text)
-            text = re.sub(r"\bus\b", "them", text)
-        text = text[:1].upper() + text[1:]
-        key = text.lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        confidence = pattern.confidence - (0.2 if _HEDGE_RE.search(sentence.text) else 0.0)
-        out.append(
-            Proposal(
-                content=text,
-                category=pattern.category,
-                kind=pattern.kind,
-                importance=pattern.importance,
-                confidence=round(confidence, 2),
-                subject=msg.author,
-                source_message_ids=[msg.id],
-            )
-        )
+        for part, pattern in claim_parts(sentence.text.replace("’", "'")):
+            proposal = _proposal(part, pattern, msg, others, seen)
+            if proposal is not None:
+                out.append(proposal)
     return out
+
+
+def _proposal(
+    said: str, pattern: FactPattern, msg: Message, others: dict[str, str], seen: set[str]
+) -> Proposal | None:
+    """One fact in the third person, or None when the same text was already proposed."""
+    speaker = msg.author or "the user"
+    text = to_third_person(_LEAD_RE.sub("", said), speaker)
+    if others.get(msg.speaker):
+        who = f"{speaker} and {others[msg.speaker]}"
+        text = re.sub(r"\b[Ll]et's\b", f"{who} will", text)
+        text = re.sub(r"\b[Ww]e\b", who, text)
+        text = re.sub(r"\bour\b", "their", text)
+        text = re.sub(r"\bus\b", "them", text)
+    text = text[:1].upper() + text[1:]
+    key = text.lower()
+    if key in seen:
+        return None
+    seen.add(key)
+    confidence = pattern.confidence - (0.2 if _HEDGE_RE.search(said) else 0.0)
+    return Proposal(
+        content=text,
+        category=pattern.category,
+        kind=pattern.kind,
+        importance=pattern.importance,
+        confidence=round(confidence, 2),
+        subject=msg.author,
+        source_message_ids=[msg.id],
+    )

@@ -28,7 +28,11 @@ class LifecycleConfig:
     contradiction_jaccard: float = 0.30
     """Lexical stand-in for the band when a pair has no cosine (keyword-only mode)."""
 
-    keyword_candidates: int = 20
+    protect_importance: float = 0.8
+    """A memory this important (or pinned) is superseded only by a strong match: the same
+    subject and a named attribute, every claim replaced. A weaker one goes to review."""
+
+    keyword_candidates: int = 40
     vector_candidates: int = 10
     confidence_boost: float = 0.2
     """A merge moves confidence this fraction of the way to 1."""
@@ -40,7 +44,10 @@ class LifecycleConfig:
     flag_importance: float = 0.1
     """Memories below this importance ..."""
     flag_idle_days: float = 120.0
-    """... and untouched (no write, no read) for this long are flagged for removal."""
+    """... and untouched (no write, no read) for this long ..."""
+    flag_max_uses: int = 3
+    """... and read or reinforced fewer times than this are flagged for removal: a memory
+    that was used is not noise, however old."""
 
     # -- compaction of cold episodes into facts
     cold_retention: float = 0.2
@@ -60,6 +67,7 @@ class LifecycleConfig:
             "dedup_cosine",
             "contradiction_cosine",
             "contradiction_jaccard",
+            "protect_importance",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:

@@ -1,29 +1,38 @@
 """Contradiction: rules (no LLM) that decide whether a new fact takes back an older one.
 
-A pair of similar facts is compared word by word. A rule that fires gives a *clear* conflict
-(the older fact is superseded); a pair that only differs in wording, with no rule to say which
-is right, is *unclear* (it goes to the review queue); anything else is no conflict.
+Both facts are read as claims (:mod:`engram.lifecycle.claims`): (subject, attribute, value) per
+clause. Only two claims about the same *slot* — the same subject and the same attribute — can
+conflict; a shared subject and a change word are not enough ("Caroline moved to Lisbon" says
+nothing about "Caroline is allergic to peanuts").
 
-Rules, in order:
-- negation: one side is negated ("not", "never", "no longer", "doesn't" ...), the other is not;
-- a change marker in the new fact ("now", "switched to", "moved to", "no longer", "instead" ...)
-  while something of the old fact is gone;
-- changed numbers or dates in a statement ("X is 3" / "X is 4"), everything else equal;
-- the same subject and attribute (the words before the verb) with a different value, for
-  single-valued verbs ("lives in", "is", "prefers"); a many-valued one ("loves", "uses",
-  "has") adds a value instead.
+For a pair of claims on one slot:
+- one side negated, the other not, about the same value: a conflict;
+- a different value of a single-valued attribute (home, employer, editor, "the deploy target
+  of project atlas", a preference between the same options): a conflict;
+- a different value of a many-valued attribute (allergies, pets, likes): another value, unless
+  the new claim carries a change marker ("now", "switched", "no longer"), which makes it
+  unclear;
+- the same value said with different extra words on both sides: unclear.
 
-Swapped words in the subject ("Alice uses vim" / "Bob uses vim"), swapped names, or numbers
-that differ anywhere else make the pair *distinct*: two facts about different things, never
-merged nor superseded.
+A conflict is *clear* and has a strength: ``strong`` when the subjects are equal, the
+attribute is named (a relation, a value class, an attribute noun) and the new fact replaces
+every claim of the older one; ``plain`` when the attribute is only a bare verb; ``weak`` when
+one subject only contains the other or the older fact holds other claims the new one leaves
+alone. The caller supersedes only what is strong enough for the older memory's importance.
+
+Same attribute, different subject ("Alice uses vim" / "Bob uses vim"), and, where no claim
+can be read, different numbers, names or swapped words ("bought 35 plums" / "bought 35
+batteries") make the pair *distinct*: two facts about different things, never merged nor
+superseded. Anything else is no conflict.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
+from engram.lifecycle.claims import FILLERS, MARKER_WORDS, NEGATIONS, Claim, claims, norm
 from engram.text import STOPWORDS, words
 
 
@@ -36,11 +45,18 @@ class Verdict(StrEnum):
     conflict, however many words they share."""
 
 
+class Strength(IntEnum):
+    WEAK = 1
+    PLAIN = 2
+    STRONG = 3
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     verdict: Verdict
     rule: str = ""
     detail: str = ""
+    strength: Strength = Strength.WEAK
 
     @property
     def reason(self) -> str:
@@ -49,183 +65,159 @@ class Finding:
 
 NO_CONFLICT = Finding(Verdict.NONE)
 
-NEGATIONS = frozenset(
-    """not no never nor neither nobody nothing none without cannot can't don't doesn't didn't
-    isn't aren't wasn't weren't won't wouldn't shouldn't hasn't haven't hadn't couldn't
-    mustn't""".split()  # noqa: SIM905
-)
-CHANGE_MARKERS = (
-    "no longer",
-    "not anymore",
-    "anymore",
-    "any more",
-    "switched to",
-    "switched from",
-    "switched",
-    "moved to",
-    "moved",
-    "changed to",
-    "changed",
-    "now",
-    "nowadays",
-    "these days",
-    "instead",
-    "stopped",
-    "replaced",
-    "became",
-    "from now on",
-)
-_MARKER_WORDS = frozenset(w for m in CHANGE_MARKERS for w in m.split())
-_VERBS = frozenset(
-    """is are was were am be uses use using prefers prefer likes like loves love lives live
-    works work runs run has have wants want costs cost equals means set defaults located based
-    called named drives drive owns own speaks speak eats eat drinks drink starts start
-    begins begin ends end happens happen meets meet""".split()  # noqa: SIM905
-)
-_MANY_VALUED = frozenset(
-    """uses use using likes like loves love enjoys enjoy has have wants want owns own speaks
-    speak eats eat drinks drink""".split()  # noqa: SIM905
-)
-"""Verbs whose attribute holds many values at once: "loves chess" does not take back "loves
-climbing" (only a change marker or a negation does)."""
 _MONTHS = frozenset(
     """january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
     saturday sunday""".split()  # noqa: SIM905
 )
 _NUMBER_RE = re.compile(r"\d")
-
-
-def _norm(word: str) -> str:
-    """A crude stem, enough to see 'likes' and 'like' or "alice's" and 'alice' as one word."""
-    word = word.removesuffix("'s")
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return word
-
-
-def _content(ws: list[str]) -> set[str]:
-    return {_norm(w) for w in ws if w not in STOPWORDS and w not in NEGATIONS}
+_NAME_RE = re.compile(r"[^\W\d_]{2,}(?:['’][^\W\d_]+)?")
 
 
 def _is_value_token(word: str) -> bool:
     return bool(_NUMBER_RE.search(word)) or word in _MONTHS
 
 
-def _marker(text_words: list[str]) -> str | None:
-    joined = f" {' '.join(text_words)} "
-    return next((m for m in CHANGE_MARKERS if f" {m} " in joined), None)
-
-
-@dataclass(frozen=True, slots=True)
-class _Statement:
-    """A sentence split at its first stative verb: subject + attribute, then the value."""
-
-    key: set[str]
-    value: set[str]
-    core: str
-    verb: str
-    """The value's first content word: 'green' in 'is green, actually'."""
-
-
-def _split(ws: list[str]) -> _Statement | None:
-    for i, w in enumerate(ws):
-        if w in _VERBS and i > 0:
-            key = _content(ws[:i]) - _MARKER_WORDS
-            rest = [_norm(x) for x in ws[i + 1 :] if x not in STOPWORDS | _MARKER_WORDS]
-            if key and rest:
-                return _Statement(key, set(rest), rest[0], w)
-            return None
-    return None
-
-
-_NAME_RE = re.compile(r"[^\W\d_]{2,}(?:['’][^\W\d_]+)?")
+def _content(ws: list[str]) -> set[str]:
+    return {norm(w) for w in ws if w not in STOPWORDS and w not in NEGATIONS}
 
 
 def _names(text: str) -> set[str]:
-    """Capitalised words after the first: names of people, places, products."""
-    tokens = _NAME_RE.findall(text)[1:]
-    return {_norm(t.lower().replace("’", "'")) for t in tokens if t[0].isupper()}
+    """Capitalised words (the first too, unless a stopword): names of people, places,
+    products."""
+    tokens = _NAME_RE.findall(text)
+    if tokens and tokens[0].lower() in STOPWORDS:
+        tokens = tokens[1:]
+    return {norm(t.lower().replace("’", "'")) for t in tokens if t[0].isupper()}
 
 
-def _other_subject(
-    key_old: set[str], key_new: set[str], only_old: set[str], only_new: set[str]
-) -> bool:
-    """Words were swapped (not just added or moved) and the swap is in the subject."""
-    return bool(
-        key_old - key_new and key_new - key_old and only_old & key_old and only_new & key_new
-    )
-
-
-def _show(ws: set[str]) -> str:
+def _show(ws: set[str] | frozenset[str]) -> str:
     return ", ".join(sorted(ws))
+
+
+def _same_subject(a: frozenset[str], b: frozenset[str]) -> bool | None:
+    """True: equal; False: one contains the other (or one is implicit); None: different."""
+    if a == b:
+        return True
+    if a <= b or b <= a:
+        return False
+    return None
+
+
+def _values(c: Claim) -> frozenset[str]:
+    return frozenset(w for w in c.value if _is_value_token(w))
+
+
+def _compare(old: Claim, new: Claim, others: int) -> Finding:
+    """Two claims on one slot (same attribute, subjects equal or nested)."""
+    equal = _same_subject(old.subject, new.subject) is True
+    slot = new.show() if len(new.subject) >= len(old.subject) else old.show()
+    if not equal or others:
+        strength = Strength.WEAK
+    elif old.explicit and new.explicit:
+        strength = Strength.STRONG
+    else:
+        strength = Strength.PLAIN
+    if others:
+        slot += f"; the older fact holds {others} other claim{'s' if others > 1 else ''}"
+    same_value = old.core == new.core and _values(old) == _values(new)
+    if old.negated != new.negated and (same_value or old.value & new.value):
+        side = "new" if new.negated else "old"
+        return Finding(
+            Verdict.CLEAR, "negation", f"{slot}: only the {side} fact is negated", strength
+        )
+    if not same_value:
+        detail = f"{slot}: {old.shown} -> {new.shown}"
+        if old.core == new.core:
+            detail = f"{slot}: {_show(_values(old))} -> {_show(_values(new))}"
+        if new.marker is not None:
+            detail += f" ({new.marker!r})"
+        if old.many or new.many:
+            if new.changed and not old.changed:
+                return Finding(Verdict.UNCLEAR, "change marker on a many-valued attribute", detail)
+            return Finding(Verdict.DISTINCT, "another value of a many-valued attribute", detail)
+        return Finding(Verdict.CLEAR, "same slot, different value", detail, strength)
+    extra_old, extra_new = old.value - new.value, new.value - old.value
+    if extra_old and extra_new and not (old.many and new.many):
+        return Finding(
+            Verdict.UNCLEAR,
+            "same slot, different detail",
+            f"{slot}: {_show(extra_old)} vs {_show(extra_new)}",
+        )
+    return NO_CONFLICT
+
+
+def _by_claims(co: tuple[Claim, ...], cn: tuple[Claim, ...]) -> Finding | None:
+    """The finding from the facts' claims, or None when no two claims share an attribute."""
+    best: Finding | None = None
+    distinct: Finding | None = None
+    for new in cn:
+        for old in co:
+            if old.attribute != new.attribute:
+                continue
+            if _same_subject(old.subject, new.subject) is None:
+                distinct = distinct or Finding(
+                    Verdict.DISTINCT,
+                    "different subject",
+                    f"{_show(old.subject - new.subject)} vs {_show(new.subject - old.subject)}",
+                )
+                continue
+            others = sum(
+                1
+                for c in co
+                if c is not old and not (c.attribute == new.attribute and c.subject == new.subject)
+            )
+            found = _compare(old, new, others)
+            if best is None or _rank(found) > _rank(best):
+                best = found
+    if best is not None:
+        return best
+    if distinct is not None:
+        return distinct
+    attrs_old, attrs_new = {c.attribute for c in co}, {c.attribute for c in cn}
+    if co and cn and all(c.explicit for c in (*co, *cn)) and not attrs_old & attrs_new:
+        return Finding(
+            Verdict.DISTINCT,
+            "different attributes",
+            f"{_show(frozenset(attrs_old))} vs {_show(frozenset(attrs_new))}",
+        )
+    return None
+
+
+def _rank(f: Finding) -> tuple[int, int]:
+    order = {Verdict.CLEAR: 3, Verdict.UNCLEAR: 2, Verdict.DISTINCT: 1, Verdict.NONE: 0}
+    return order[f.verdict], int(f.strength)
 
 
 def check(old: str, new: str) -> Finding:
     """Does ``new`` contradict ``old``? Call it only for pairs that are already similar."""
+    co, cn = claims(old), claims(new)
+    found = _by_claims(co, cn)
+    if found is not None:
+        return found
+    # no slot in common: never a conflict; only tell apart facts that must not be merged
     wo, wn = words(old), words(new)
-    so, sn = _content(wo) - _MARKER_WORDS, _content(wn) - _MARKER_WORDS
+    so, sn = _content(wo) - MARKER_WORDS - FILLERS, _content(wn) - MARKER_WORDS - FILLERS
     only_old, only_new = so - sn, sn - so
-
-    neg_old = any(w in NEGATIONS for w in wo)
-    neg_new = any(w in NEGATIONS for w in wn)
-    if neg_old != neg_new and len(only_old) <= 2 and len(only_new) <= 2:
+    neg_old, neg_new = any(w in NEGATIONS for w in wo), any(w in NEGATIONS for w in wn)
+    if neg_old != neg_new and not only_old and not only_new:
         side = "new" if neg_new else "old"
-        return Finding(Verdict.CLEAR, "negation", f"only the {side} fact is negated")
-
-    st_old, st_new = _split(wo), _split(wn)
-    if st_old and st_new and _other_subject(st_old.key, st_new.key, only_old, only_new):
         return Finding(
-            Verdict.DISTINCT,
-            "different subject",
-            f"{_show(st_old.key - st_new.key)} vs {_show(st_new.key - st_old.key)}",
+            Verdict.CLEAR, "negation", f"only the {side} fact is negated", Strength.PLAIN
         )
-
-    marker = _marker(wn)
-    if marker is not None and _marker(wo) is None and only_old:
-        return Finding(Verdict.CLEAR, "change marker", f"{marker!r} replaces {_show(only_old)}")
-
     nums_old = {w for w in so if _is_value_token(w)}
     nums_new = {w for w in sn if _is_value_token(w)}
     if nums_old - nums_new and nums_new - nums_old:
         detail = f"{_show(nums_old - nums_new)} -> {_show(nums_new - nums_old)}"
-        only_numbers = not (only_old - nums_old) and not (only_new - nums_new)
-        if st_old and st_new and only_numbers:
-            return Finding(Verdict.CLEAR, "changed number or date", detail)
-        # no stated attribute ("bought 3 apples" / "bought 5 apples"), or more than the
-        # number changed: two different things, never one fact said twice
         return Finding(Verdict.DISTINCT, "different numbers or dates", detail)
-
-    if (
-        st_old
-        and st_new
-        and st_old.key == st_new.key
-        and st_old.core != st_new.core
-        and st_old.value - st_new.value
-        and st_new.value - st_old.value
-    ):
-        if st_new.verb in _MANY_VALUED:
-            return Finding(
-                Verdict.DISTINCT,
-                "another value of a many-valued attribute",
-                f"{_show(st_old.key)} {st_new.verb}: {st_old.core}, {st_new.core}",
-            )
-        return Finding(
-            Verdict.CLEAR,
-            "same subject and attribute, different value",
-            f"{_show(st_old.key)}: {st_old.core} -> {st_new.core}",
-        )
-
     names_old, names_new = _names(old) & only_old, _names(new) & only_new
-    if names_old and names_new:
+    if (names_old or names_new) and only_old and only_new:
         return Finding(
-            Verdict.DISTINCT, "different names", f"{_show(names_old)} vs {_show(names_new)}"
+            Verdict.DISTINCT, "different names", f"{_show(only_old)} vs {_show(only_new)}"
         )
-
     if only_old and only_new:
+        # words swapped, not added: "watched a film on bonsai" / "... on sourdough"
         return Finding(
-            Verdict.UNCLEAR,
-            "different wording",
-            f"{_show(only_old)} vs {_show(only_new)}",
+            Verdict.DISTINCT, "different details", f"{_show(only_old)} vs {_show(only_new)}"
         )
     return NO_CONFLICT

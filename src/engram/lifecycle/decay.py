@@ -44,12 +44,27 @@ def retention(memory: Memory, now: datetime, cfg: LifecycleConfig) -> float:
 
 
 def should_flag(memory: Memory, now: datetime, cfg: LifecycleConfig) -> bool:
-    """Importance below ``flag_importance`` and untouched for ``flag_idle_days`` (never
-    pinned memories)."""
+    """Noise only: importance below ``flag_importance``, untouched (no write, no read) for
+    ``flag_idle_days``, read or reinforced fewer than ``flag_max_uses`` times. Never a pinned
+    memory, nor one at ``protect_importance`` or above."""
     return (
         not memory.pinned
-        and memory.importance < cfg.flag_importance
+        and memory.importance < min(cfg.flag_importance, cfg.protect_importance)
         and idle_days(memory, now) >= cfg.flag_idle_days
+        and memory.access_count + memory.reinforcement_count < cfg.flag_max_uses
+    )
+
+
+def flag_reason(memory: Memory, now: datetime, cfg: LifecycleConfig) -> str:
+    """Why a memory was flagged, with every figure the rule looked at."""
+    read = memory.last_accessed_at
+    last_read = "never read" if read is None else f"last read {read.date().isoformat()}"
+    return (
+        f"decayed: importance {memory.importance:.2f} < {cfg.flag_importance}, untouched for "
+        f"{idle_days(memory, now):.0f} days (>= {cfg.flag_idle_days:.0f}), {last_read}, "
+        f"{memory.access_count} reads and {memory.reinforcement_count} reinforcements "
+        f"(< {cfg.flag_max_uses}), not pinned; retention {retention(memory, now, cfg):.2f}; "
+        "flagged for removal, nothing deleted"
     )
 
 

@@ -20,11 +20,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.accounts import ApiKey, AuditEntry, AuditQuery, Member, User
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.scrub.scrubber import Redactions, Scrubber
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.idempotency import IdempotencyStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -34,8 +36,6 @@ from engram.store.protocol import (
     Store,
     Vector,
 )
-from engram.lifecycle.reviews import ReviewItem, ReviewStatus
-from engram.store.idempotency import IdempotencyStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
 

@@ -7,6 +7,8 @@ transaction, and recorded in the audit log.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
@@ -16,7 +18,7 @@ from engram.lifecycle import changes
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
-from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus, stale_reason
 from engram.models import Action, Layer, Memory, NewMemory, Status
 from engram.scrub import scrub_value
 from engram.service.environments import EnvironmentService
@@ -64,9 +66,14 @@ class LifecycleService:
         redactions = found.as_dict()
         vectors = self._ops.embed([new.content])
         vector = None if vectors is None else vectors[0]
-        decision = decide(
-            new.content, self._ops.candidates(env.id, new.content, vector), self._config
-        )
+        # keyword evidence first: a merge or a supersede it decides needs no nearest-neighbour
+        # lookup (nor an indexer that has embedded the older facts)
+        keyword = self._ops.candidates(env.id, new.content, None)
+        decision = decide(new.content, keyword, self._config)
+        if vector is not None and decision.move not in (Move.MERGE, Move.SUPERSEDE):
+            near = self._ops.candidates(env.id, new.content, vector, keyword=False)
+            merged = {c.memory.id: c for c in keyword} | {c.memory.id: c for c in near}
+            decision = decide(new.content, list(merged.values()), self._config)
         now = self._clock()
         memory = changes.build(env.id, new, actor, now, redactions=redactions)
         created = changes.record(memory, Action.CREATE, actor, "")
@@ -158,7 +165,34 @@ class LifecycleService:
             raise InvalidInput(f"limit must be between 1 and {MAX_REVIEWS}, got {limit}")
         env = self._envs.resolve(environment, actor)
         statuses = [status] if status is not None else list(ReviewStatus)
-        return self._store.reviews.list_reviews([env.id], statuses, limit=limit)
+        items = self._store.reviews.list_reviews([env.id], statuses, limit=limit)
+        closed = {
+            i.id: i for i in self._close_stale([i for i in items if i.status is ReviewStatus.OPEN])
+        }
+        items = [closed.get(i.id, i) for i in items]
+        return [i for i in items if status is None or i.status is status]
+
+    def _close_stale(self, items: Sequence[ReviewItem]) -> list[ReviewItem]:
+        """Close open items with nothing left to decide (a memory of the pair is no longer
+        active: superseded, merged or deleted since), saying why. Returns the closed ones."""
+        ids = {x for i in items for x in (i.memory_id, i.other_id)}
+        found = {m.id: m for m in self._store.get(list(ids))} if ids else {}
+        out = []
+        for item in items:
+            why = stale_reason(item, found)
+            if why is None:
+                continue
+            closed = item.model_copy(
+                update={
+                    "status": ReviewStatus.CLOSED,
+                    "resolved_at": self._clock(),
+                    "resolved_by": "lifecycle",
+                    "reason": f"{item.reason}; closed: {why}",
+                }
+            )
+            self._store.reviews.put_review(closed)
+            out.append(closed)
+        return out
 
     def resolve_review(
         self, review_id: str, accept: bool, actor: Actor, note: str = ""
@@ -169,8 +203,17 @@ class LifecycleService:
         if item is None or env is None or self._envs.role_of(env, actor) is None:
             raise NotFound(f"review item {review_id!r} does not exist", review_id=review_id)
         self._envs.check(env, self._envs.role_of(env, actor), Role.WRITER, actor)
+        if item.status is ReviewStatus.OPEN and self._close_stale([item]):
+            item = self._store.reviews.get_review(review_id) or item
         if item.status is not ReviewStatus.OPEN:
-            raise Conflict(f"review item {review_id!r} is already {item.status.value}")
+            raise Conflict(
+                f"review item {review_id!r} is already {item.status.value}"
+                + (
+                    f" ({item.reason.rsplit('closed: ', 1)[-1]})"
+                    if item.status is ReviewStatus.CLOSED
+                    else ""
+                )
+            )
         if accept:
             self._accept(item, actor, note)
         resolved = item.model_copy(

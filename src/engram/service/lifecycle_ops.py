@@ -11,6 +11,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.embeddings.protocol import Embedder
 from engram.ids import new_id
+from engram.lifecycle.claims import lookup_terms
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
 from engram.lifecycle.reviews import ReviewItem
@@ -89,12 +90,18 @@ class LifecycleOps:
         vector: Vector | None,
         *,
         exclude: frozenset[str] = frozenset(),
+        keyword: bool = True,
     ) -> list[Candidate]:
         """Active facts in the environment like ``text``: keyword hits (scored by Jaccard) and,
-        with a vector, nearest neighbours (scored by cosine too)."""
+        with a vector, nearest neighbours (scored by cosine too). With ``keyword`` off, only
+        the nearest neighbours."""
         cfg = self.config
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT])
-        hits = self._store.keyword_search(text, flt, limit=cfg.keyword_candidates)
+        hits = (
+            self._store.keyword_search(lookup_terms(text), flt, limit=cfg.keyword_candidates)
+            if keyword
+            else []
+        )
         cosine: dict[str, float] = {}
         if vector is not None and self.embedder is not None:
             near = self._store.vector_search(

@@ -13,7 +13,7 @@ from time import perf_counter
 from engram.actors import Actor
 from engram.lifecycle import changes
 from engram.lifecycle.compaction import pick_facts
-from engram.lifecycle.decay import idle_days, is_cold, retention, should_flag
+from engram.lifecycle.decay import flag_reason, is_cold, retention, should_flag
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import LifecycleEvent, MaintenanceReport
 from engram.lifecycle.reviews import ReviewStatus
@@ -144,11 +144,7 @@ class Maintenance:
         for memory in self._all(MemoryFilter(max_importance=cfg.flag_importance)):
             if memory.id in self._gone or not should_flag(memory, self._now, cfg):
                 continue
-            why = (
-                f"decayed: importance {memory.importance:.2f} < {cfg.flag_importance} and "
-                f"untouched for {idle_days(memory, self._now):.0f} days "
-                f"(>= {cfg.flag_idle_days:.0f}); flagged for removal, nothing deleted"
-            )
+            why = flag_reason(memory, self._now, cfg)
             self._gone.add(memory.id)
             self.flagged.append(LifecycleEvent(memory_id=memory.id, reason=why))
             self._commit([changes.flag(memory, why, self._actor, self._now)])

@@ -26,7 +26,7 @@ def list_(
     engram: EngramDep,
     actor: ActorDep,
     environment: Annotated[str | None, Query(description="Name or id; default: yours")] = None,
-    status: Literal["open", "accepted", "dismissed", "all"] = "open",
+    status: Literal["open", "accepted", "dismissed", "closed", "all"] = "open",
     limit: Annotated[int, Query(ge=1, le=MAX_REVIEWS)] = 100,
 ) -> list[ReviewItem]:
     wanted = None if status == "all" else ReviewStatus(status)

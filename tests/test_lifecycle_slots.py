@@ -1,0 +1,193 @@
+"""Supersede only what a new fact replaces: the same subject *and* the same slot (issue 16).
+
+The Caroline case through the real CLI (``engram extract`` on a 5-message chat, a real SQLite
+home), then the rules behind it: claims per clause, the importance guard, the review queue.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engram import LOCAL, Engram, NewMemory
+from engram.cli import main
+from engram.lifecycle import Outcome
+from engram.lifecycle.claims import claims
+from engram.lifecycle.contradiction import Strength, Verdict, check
+from engram.models import Status
+from engram.store.reviews import ReviewStatus
+from tests.conftest import FakeClock
+
+CHAT = {
+    "conversation": {"title": "intro"},
+    "messages": [
+        {
+            "role": "user",
+            "author": "Caroline",
+            "content": "I'm allergic to peanuts and I prefer vim over emacs.",
+        },
+        {"role": "assistant", "content": "Noted: no peanuts, and vim it is."},
+        {
+            "role": "user",
+            "author": "Caroline",
+            "content": "We decided to use Postgres as the database for the garden app.",
+        },
+        {"role": "assistant", "content": "Postgres for the garden app, got it."},
+        {"role": "user", "author": "Caroline", "content": "I moved to Lisbon last month."},
+    ],
+}
+ALLERGY_AND_VIM = "Caroline is allergic to peanuts and Caroline prefers vim over emacs."
+LISBON = "Caroline moved to Lisbon last month."
+DECISION = "Caroline and the assistant decided to use Postgres as the database for the garden app."
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_caroline_moving_hides_neither_her_allergy_nor_a_decision(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    home = ["--home", str(tmp_path / "h")]
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps(CHAT))
+    assert cli(capsys, *home, "init")[0] == 0
+    code, out = cli(capsys, *home, "extract", str(chat), "--json")
+    assert code == 0, out
+    result = json.loads(out)
+    actions = {
+        p["content"]: o["action"]
+        for p, o in zip(result["proposals"], result["outcomes"], strict=True)
+    }
+    # the bundled sentence became two facts, and nothing was superseded
+    assert "Caroline is allergic to peanuts." in actions
+    assert "Caroline prefers vim over emacs." in actions
+    assert actions[LISBON] == "created"
+    assert "superseded" not in actions.values()
+
+    code, out = cli(capsys, *home, "list", "--json", "--layer", "fact")
+    active = {m["content"]: m for m in json.loads(out)["items"]}
+    assert active["Caroline is allergic to peanuts."]["importance"] == pytest.approx(0.9)
+    assert {"Caroline prefers vim over emacs.", LISBON} <= set(active)
+    assert all(m["status"] == "active" for m in active.values())
+
+    code, out = cli(capsys, *home, "context", "is Caroline allergic to anything")
+    assert code == 0 and "allergic to peanuts" in out
+
+    code, out = cli(capsys, *home, "maintain", "--json")
+    report = json.loads(out)
+    assert report["superseded"] == [] and report["merged"] == [], report
+    code, out = cli(capsys, *home, "list", "--json", "--layer", "fact")
+    assert len(json.loads(out)["items"]) == len(active)
+
+
+def test_a_bundled_fact_is_not_retired_by_a_fact_about_another_slot(engram: Engram) -> None:
+    old = engram.lifecycle.remember(NewMemory(content=ALLERGY_AND_VIM, importance=0.9), LOCAL)
+    decision = engram.lifecycle.remember(NewMemory(content=DECISION, importance=0.75), LOCAL)
+    moved = engram.lifecycle.remember(NewMemory(content=LISBON), LOCAL)
+    assert moved.action is Outcome.CREATED, moved.reason
+    report = engram.lifecycle.maintain(LOCAL)
+    assert report.superseded == [] and report.merged == [] and report.queued == []
+    for m in (old.memory, decision.memory):
+        assert engram.memories.get(m.id, LOCAL).status is Status.ACTIVE
+    # updating one claim of the bundle does not retire the other one: it goes to review
+    update = engram.lifecycle.remember(NewMemory(content="Caroline now uses emacs"), LOCAL)
+    assert update.action is Outcome.QUEUED, update.reason
+    assert "other claim" in update.reason
+    assert engram.memories.get(old.memory.id, LOCAL).status is Status.ACTIVE
+    [item] = engram.lifecycle.reviews(LOCAL)
+    assert "editor" in item.reason
+
+
+def test_the_same_slot_supersedes_even_without_shared_wording(engram: Engram) -> None:
+    old = engram.lifecycle.remember(NewMemory(content="Caroline lives in Porto"), LOCAL)
+    out = engram.lifecycle.remember(NewMemory(content=LISBON), LOCAL)
+    assert out.action is Outcome.SUPERSEDED and out.superseded == old.memory.id
+    assert "location" in out.reason
+
+
+def test_important_and_pinned_memories_need_a_strong_match(engram: Engram) -> None:
+    tea = engram.lifecycle.remember(NewMemory(content="Prefers tea", importance=0.9), LOCAL)
+    out = engram.lifecycle.remember(NewMemory(content="Prefers coffee"), LOCAL)
+    assert out.action is Outcome.QUEUED  # a bare "prefers": not a named attribute
+    assert engram.memories.get(tea.memory.id, LOCAL).status is Status.ACTIVE
+    pinned = engram.lifecycle.remember(NewMemory(content="Dana prefers tabs", pinned=True), LOCAL)
+    out = engram.lifecycle.remember(NewMemory(content="Dana prefers spaces"), LOCAL)
+    assert out.action is Outcome.QUEUED
+    assert engram.memories.get(pinned.memory.id, LOCAL).status is Status.ACTIVE
+    # a strong match (same subject, a named attribute) still updates an important fact
+    home = engram.lifecycle.remember(NewMemory(content="Dana lives in Oslo", importance=0.9), LOCAL)
+    out = engram.lifecycle.remember(NewMemory(content="Dana moved to Quito"), LOCAL)
+    assert out.action is Outcome.SUPERSEDED and out.superseded == home.memory.id
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "verdict"),
+    [
+        (ALLERGY_AND_VIM, LISBON, Verdict.DISTINCT),
+        (DECISION, LISBON, Verdict.DISTINCT),
+        ("Caroline lives in Porto", LISBON, Verdict.CLEAR),
+        ("Caroline is allergic to peanuts", "Caroline is allergic to shellfish", Verdict.DISTINCT),
+        (
+            "Caroline is allergic to peanuts",
+            "Caroline is no longer allergic to peanuts",
+            Verdict.CLEAR,
+        ),
+        ("Caroline has a dog named Rex", "Caroline now works at Acme as a nurse", Verdict.DISTINCT),
+        ("Alice Abara's code editor is vim", "Vim is the code editor of Alice Abara", Verdict.NONE),
+        ("Alice Abara's code editor is vim", "Alice Abara's login shell is zsh", Verdict.DISTINCT),
+        ("Alice Abara's desk number is 104", "Alice Berg's desk number is 104", Verdict.DISTINCT),
+        (
+            "The home city of Alice Abara is Lisbon",
+            "Alice Abara's home city is now Oslo",
+            Verdict.CLEAR,
+        ),
+        (
+            "Project atlas uses Postgres as its database",
+            "Project atlas moved to MySQL",
+            Verdict.CLEAR,
+        ),
+        ("Omar switched to a standing desk", "Omar now uses vim", Verdict.DISTINCT),
+    ],
+)
+def test_claims_decide_the_verdict(old: str, new: str, verdict: Verdict) -> None:
+    assert check(old, new).verdict is verdict, (claims(old), claims(new), check(old, new))
+
+
+def test_a_bundled_fact_has_one_claim_per_clause() -> None:
+    got = claims(ALLERGY_AND_VIM)
+    assert [c.attribute for c in got] == ["allergy", "editor"]
+    assert all(c.subject == {"caroline"} for c in got)
+    # "and" inside a subject does not split
+    assert [c.attribute for c in claims("Alice and Bob live in Rome")] == ["location"]
+    # a clause without a subject takes the one before
+    assert claims("Sam lives in Rome and works at Acme")[1].subject == {"sam"}
+    assert check("Dana lives in Oslo", "Dana moved to Quito").strength is Strength.STRONG
+
+
+def test_review_items_close_when_their_memories_change(engram: Engram) -> None:
+    tea = engram.lifecycle.remember(NewMemory(content="Prefers tea", importance=0.9), LOCAL)
+    q = engram.lifecycle.remember(NewMemory(content="Prefers coffee"), LOCAL)
+    assert q.action is Outcome.QUEUED
+    engram.memories.delete(tea.memory.id, LOCAL)
+    assert engram.lifecycle.reviews(LOCAL) == []  # nothing left to decide: closed
+    [item] = engram.lifecycle.reviews(LOCAL, status=None)
+    assert item.status is ReviewStatus.CLOSED and "deleted" in item.reason
+
+
+# -- decay retires only noise ------------------------------------------------------------
+def test_decay_never_flags_a_memory_that_was_used(engram: Engram, clock: FakeClock) -> None:
+    noise = engram.memories.add(NewMemory(content="Saw a blue car once", importance=0.05), LOCAL)
+    used = engram.memories.add(NewMemory(content="Gate code is 4411", importance=0.05), LOCAL)
+    for _ in range(3):  # read three times, long ago
+        engram.store.record_access([used.id], clock())
+    clock.advance(days=400)
+    report = engram.lifecycle.maintain(LOCAL)
+    assert [e.memory_id for e in report.flagged] == [noise.id]
+    why = report.flagged[0].reason
+    assert "never read" in why and "0 reads" in why and "importance 0.05" in why
+    assert engram.memories.get(used.id, LOCAL).status is Status.ACTIVE
