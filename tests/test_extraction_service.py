@@ -13,7 +13,6 @@ from engram.extraction import NewConversation, NewMessage
 from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter
 from engram.service.extraction import ExtractionConfig, ExtractionService
-from engram.store.conversations import conversation_store_for
 
 
 def msg(role: str, content: str, ext: str | None = None) -> NewMessage:
@@ -95,7 +94,7 @@ def test_new_messages_extend_a_stored_conversation(engram: Engram) -> None:
 def test_incremental_cadence_every_n_assistant_messages(engram: Engram) -> None:
     service = ExtractionService(
         engram,
-        conversation_store_for(engram.store),
+        engram.store.conversations,
         engram.clock,
         config=ExtractionConfig(every=2, window=4),
     )
@@ -149,7 +148,7 @@ def test_stores_through_the_lifecycle_when_there_is_one(engram: Engram) -> None:
             memory = engram.memories.add(new, actor, environment)
             return type("Decision", (), {"action": "merged", "memory": memory})()
 
-    service = ExtractionService(engram, conversation_store_for(engram.store), engram.clock)
+    service = ExtractionService(engram, engram.store.conversations, engram.clock)
     service._engram = type(
         "E",
         (),

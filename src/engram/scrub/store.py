@@ -17,25 +17,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.accounts import ApiKey, AuditEntry, AuditQuery, Member, User
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.scrub.scrubber import Redactions, Scrubber
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.conversations import ConversationStore
+from engram.store.idempotency import IdempotencyStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
+    Exporter,
     Hit,
     PendingEmbedding,
     RankFields,
     Store,
     Vector,
 )
-from engram.lifecycle.reviews import ReviewItem, ReviewStatus
-from engram.store.idempotency import IdempotencyStore
+from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
 
@@ -46,8 +49,6 @@ if TYPE_CHECKING:
         Message,
         NewMessage,
     )
-    from engram.store.conversations import ConversationStore
-    from engram.store.providers import ProviderStore
 
 REDACTIONS = "redactions"
 """The audit detail (kind → count) of a write that removed secrets."""
@@ -81,11 +82,7 @@ class ScrubbingStore(_Audited):
         self._audit = _Audit(inner.audit, scrubber)
         self._soul = _Soul(inner.soul, scrubber)
         self._reviews = _Reviews(inner.reviews, scrubber)
-        self._conversations: ConversationStore | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        # the backend's own extras (a path, a connection pool) stay reachable
-        return getattr(self.inner, name)
+        self._conversations = _Conversations(inner.conversations, scrubber)
 
     # -- sub-stores --------------------------------------------------------------------------
     @property
@@ -111,20 +108,17 @@ class ScrubbingStore(_Audited):
 
     @property
     def conversations(self) -> ConversationStore:
-        """The conversation store beside the real one, scrubbed (found by
-        :func:`engram.store.conversations.conversation_store_for`)."""
-        if self._conversations is None:
-            from engram.store.conversations import conversation_store_for
-
-            self._conversations = _Conversations(conversation_store_for(self.inner), self.scrubber)
         return self._conversations
 
     @property
     def providers(self) -> ProviderStore:
         """LLM providers, not scrubbed: their API keys are stored on purpose, encrypted."""
-        from engram.store.providers import provider_store_for
+        return self.inner.providers
 
-        return provider_store_for(self.inner)
+    @property
+    def export(self) -> Exporter:
+        """Reads only (what a copy of the store needs)."""
+        return self.inner.export
 
     # -- writes ------------------------------------------------------------------------------
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:

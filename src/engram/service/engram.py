@@ -24,7 +24,6 @@ from engram.service.memories import MemoryService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
-from engram.store.conversations import conversation_store_for
 
 
 class Engram:
@@ -72,7 +71,7 @@ class Engram:
         )
         # learning from conversations; stores through self.lifecycle when there is one
         self.extraction = ExtractionService(
-            self, conversation_store_for(store), clock, scrubber=self.scrubber
+            self, store.conversations, clock, scrubber=self.scrubber
         )
 
     @classmethod

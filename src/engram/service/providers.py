@@ -13,7 +13,7 @@ from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.extraction.llm import LLMExtractor
 from engram.extraction.providers import LLMClient, ProviderConfig, ProviderKind, client_for
 from engram.store import Store
-from engram.store.providers import ProviderRecord, ProviderStore, provider_store_for
+from engram.store.providers import ProviderRecord, ProviderStore
 
 
 class ProviderService:
@@ -72,4 +72,4 @@ class ProviderService:
 
 def open_providers(store: Store, home: Path, clock: Clock) -> ProviderService:
     """The providers of ``store``, with the key file in the data directory ``home``."""
-    return ProviderService(provider_store_for(store), KeyBox(Path(home) / KEY_FILE), clock)
+    return ProviderService(store.providers, KeyBox(Path(home) / KEY_FILE), clock)

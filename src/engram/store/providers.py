@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, cast
-
-from engram.errors import MissingDependency
-from engram.store.protocol import Store
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +28,3 @@ class ProviderStore(Protocol):
     def list_providers(self) -> list[ProviderRecord]: ...
 
     def delete_provider(self, name: str) -> bool: ...
-
-
-def provider_store_for(store: Store) -> ProviderStore:
-    found = getattr(store, "providers", None)  # both backends carry their own
-    if found is not None:
-        return cast(ProviderStore, found)
-    raise MissingDependency(f"LLM providers are not supported on {type(store).__name__}")

@@ -33,7 +33,9 @@ from engram.store.protocol import (
 from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
+from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
+from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
@@ -88,6 +90,8 @@ class SQLiteStore:
         self.reviews = SQLiteReviewStore(self.db)
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
+        self.conversations = SQLiteConversationStore(self.db)
+        self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
