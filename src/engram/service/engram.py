@@ -69,9 +69,13 @@ class Engram:
         self.lifecycle = LifecycleService(
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
-        # learning from conversations; stores through self.lifecycle when there is one
+        # learning from conversations; stores what it learns through the lifecycle
         self.extraction = ExtractionService(
-            self, store.conversations, clock, scrubber=self.scrubber
+            self.lifecycle,
+            self.environments,
+            store.conversations,
+            clock,
+            scrubber=self.scrubber,
         )
 
     @classmethod

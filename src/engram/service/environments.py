@@ -45,6 +45,11 @@ class EnvironmentService:
         member = self._store.accounts.get_member(env.id, actor.user_id)
         return None if member is None else member.role
 
+    def visible(self, env_id: str, actor: Actor) -> Environment | None:
+        """The environment ``env_id`` if the actor has a role in it, else None."""
+        env = self._store.get_environment(env_id)
+        return env if env is not None and self.role_of(env, actor) is not None else None
+
     def roles(self, actor: Actor) -> dict[str, Role]:
         """Every environment the actor can see, with their role in it."""
         out = {m.environment_id: m.role for m in self._store.accounts.memberships(actor.user_id)}
