@@ -92,8 +92,10 @@ class EnvironmentService:
             description=description,
             created_at=self._clock(),
         )
-        self._store.create_environment(env)
-        self.audit.record(actor, "environment.create", environment_id=env.id, targets=[env.id])
+        entry = self.audit.entry(
+            actor, "environment.create", environment_id=env.id, targets=[env.id]
+        )
+        self._store.create_environment(env, [entry])
         return env
 
     def ensure_default(self, actor: Actor) -> Environment:
@@ -159,10 +161,10 @@ class EnvironmentService:
                 environment=env.name,
                 memories=held,
             )
-        self._store.delete_environment(env.id)
-        self.audit.record(
+        entry = self.audit.entry(
             actor, "environment.delete", environment_id=env.id, targets=[env.id], purged=held
         )
+        self._store.delete_environment(env.id, [entry])
         return env
 
     # -- members -----------------------------------------------------------------------------

@@ -257,15 +257,17 @@ class MemoryService:
     def purge(self, memory_ids: Sequence[str], actor: Actor) -> int:
         """Remove memories for good: rows, versions, keyword index entries and vectors."""
         memories = self._load(memory_ids, actor, Role.OWNER)
-        removed = self._store.purge(memory_ids)
+        entries = []
         for env_id in dict.fromkeys(m.environment_id for m in memories):
             ids = [m.id for m in memories if m.environment_id == env_id]
-            self._envs.audit.record(
-                actor,
-                "memory.purge",
-                environment_id=env_id,
-                targets=ids,
-                before={m.id: m.version for m in memories if m.environment_id == env_id},
-                after=dict.fromkeys(ids),
+            entries.append(
+                self._envs.audit.entry(
+                    actor,
+                    "memory.purge",
+                    environment_id=env_id,
+                    targets=ids,
+                    before={m.id: m.version for m in memories if m.environment_id == env_id},
+                    after=dict.fromkeys(ids),
+                )
             )
-        return removed
+        return self._store.purge(memory_ids, entries)

@@ -152,7 +152,9 @@ class Store(Protocol):
         ...
 
     # -- environments ------------------------------------------------------------------------
-    def create_environment(self, env: Environment) -> None: ...
+    def create_environment(self, env: Environment, audit: Sequence[AuditEntry] = ()) -> None:
+        """Store a new environment and the audit entries, in one transaction."""
+        ...
 
     def get_environment(self, env_id: str) -> Environment | None: ...
 
@@ -160,8 +162,9 @@ class Store(Protocol):
 
     def list_environments(self, owner: str | None = None) -> list[Environment]: ...
 
-    def delete_environment(self, env_id: str) -> None:
-        """Remove the environment and, for good, everything in it."""
+    def delete_environment(self, env_id: str, audit: Sequence[AuditEntry] = ()) -> None:
+        """Remove the environment and, for good, everything in it; append the audit entries in
+        the same transaction."""
         ...
 
     # -- memories ----------------------------------------------------------------------------
@@ -190,8 +193,9 @@ class Store(Protocol):
         """Count a read: bump ``access_count`` and ``last_accessed_at`` (no version)."""
         ...
 
-    def purge(self, memory_ids: Sequence[str]) -> int:
-        """Delete rows, versions, index entries and vectors for good; return how many."""
+    def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
+        """Delete rows, versions, index entries and vectors for good, and append the audit
+        entries, in one transaction; return how many."""
         ...
 
     # -- search ------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from engram.store.accounts import Audit
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderRecord:
@@ -19,12 +21,16 @@ class ProviderRecord:
 
 
 class ProviderStore(Protocol):
-    def put_provider(self, record: ProviderRecord) -> None:
-        """Insert or replace the provider of that name."""
+    def put_provider(self, record: ProviderRecord, audit: Audit = ()) -> None:
+        """Insert or replace the provider of that name (and append the audit entries, in the
+        same transaction)."""
         ...
 
     def get_provider(self, name: str) -> ProviderRecord | None: ...
 
     def list_providers(self) -> list[ProviderRecord]: ...
 
-    def delete_provider(self, name: str) -> bool: ...
+    def delete_provider(self, name: str, audit: Audit = ()) -> bool:
+        """Delete the provider and append the audit entries in one transaction; False (and
+        nothing written) if there is none of that name."""
+        ...

@@ -97,10 +97,11 @@ class PostgresStore:
 
     # -- environments ------------------------------------------------------------------------
     @retried
-    def create_environment(self, env: Environment) -> None:
+    def create_environment(self, env: Environment, audit: Sequence[AuditEntry] = ()) -> None:
         from psycopg.types.json import Jsonb
 
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 f"INSERT INTO environments ({ENVIRONMENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
                 (env.id, env.name, env.owner, env.description, env.created_at, Jsonb(env.metadata)),
@@ -130,8 +131,9 @@ class PostgresStore:
         return [environment_from_row(r) for r in rows]
 
     @retried
-    def delete_environment(self, env_id: str) -> None:
+    def delete_environment(self, env_id: str, audit: Sequence[AuditEntry] = ()) -> None:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             ids = [
                 r[0]
                 for r in conn.execute(
@@ -231,8 +233,9 @@ class PostgresStore:
             )
 
     @retried
-    def purge(self, memory_ids: Sequence[str]) -> int:
+    def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             return _purge_in(conn, list(memory_ids))
 
     # -- search ------------------------------------------------------------------------------
