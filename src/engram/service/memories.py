@@ -193,7 +193,10 @@ class MemoryService:
 
     # -- delete / restore / purge -------------------------------------------------------------
     def delete(self, memory_id: str, actor: Actor, reason: str = "") -> Memory:
-        return self.delete_many([memory_id], actor, reason)[0]
+        """Soft delete one memory and return it; one already deleted is returned as it is
+        (deleting twice changes nothing)."""
+        deleted = self.delete_many([memory_id], actor, reason)
+        return deleted[0] if deleted else self._load([memory_id], actor, Role.WRITER)[0]
 
     def delete_many(
         self, memory_ids: Sequence[str], actor: Actor, reason: str = ""
