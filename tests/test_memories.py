@@ -121,6 +121,8 @@ def test_soft_delete_and_restore(engram: Engram) -> None:
     m = engram.memories.add(fact("The staging DB lives on db-2"), LOCAL)
     engram.memories.delete(m.id, LOCAL)
     assert engram.memories.get(m.id, LOCAL).status is Status.DELETED
+    again = engram.memories.delete(m.id, LOCAL)  # deleting twice changes nothing
+    assert again.status is Status.DELETED and again.version == 2
     assert engram.memories.list_memories(LOCAL).total == 0
     with pytest.raises(InvalidInput, match="restore it before editing"):
         engram.memories.update(m.id, MemoryPatch(content="x"), LOCAL)

@@ -44,7 +44,7 @@ class ExtractionResult(BaseModel):
     proposals: list[Proposal] = Field(default_factory=list)
     outcomes: list[Outcome] = Field(default_factory=list)
     stored_via: str | None = Field(
-        default=None, description="'lifecycle.remember' or 'memories.add_many'"
+        default=None, description="'lifecycle.remember' when proposals were stored"
     )
     messages_added: int = 0
     redactions: dict[str, int] = Field(

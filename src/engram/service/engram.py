@@ -24,7 +24,6 @@ from engram.service.memories import MemoryService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
-from engram.store.conversations import conversation_store_for
 
 
 class Engram:
@@ -70,9 +69,13 @@ class Engram:
         self.lifecycle = LifecycleService(
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
-        # learning from conversations; stores through self.lifecycle when there is one
+        # learning from conversations; stores what it learns through the lifecycle
         self.extraction = ExtractionService(
-            self, conversation_store_for(store), clock, scrubber=self.scrubber
+            self.lifecycle,
+            self.environments,
+            store.conversations,
+            clock,
+            scrubber=self.scrubber,
         )
 
     @classmethod

@@ -224,7 +224,13 @@ class LifecycleService:
                 "reason": f"{item.reason}; {note}" if note else item.reason,
             }
         )
-        self._store.reviews.put_review(resolved)
+        entry = self._envs.audit.entry(
+            actor,
+            f"review.{resolved.status.value}",
+            environment_id=env.id,
+            targets=[item.id, item.memory_id, item.other_id],
+        )
+        self._store.reviews.put_review(resolved, [entry])
         return resolved
 
     def _accept(self, item: ReviewItem, actor: Actor, note: str) -> None:

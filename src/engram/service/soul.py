@@ -208,12 +208,11 @@ class SoulService:
         snapshot: SoulSnapshot | None = None,
         environment_id: str | None = None,
     ) -> None:
-        """Store block versions (and a snapshot), then record the change in the audit log."""
-        self._store.soul.write(actor.user_id, changes, snapshot)
+        """Store block versions (and a snapshot) with their audit entry, in one transaction."""
         env_id = environment_id
         if env_id is None and changes:
             env_id = changes[0].state.environment_id
-        self._envs.audit.record(
+        entry = self._envs.audit.entry(
             actor,
             f"soul.{action}",
             environment_id=env_id,
@@ -221,6 +220,7 @@ class SoulService:
             after={f"soul:{c.state.name}": c.state.version for c in changes},
             snapshot=None if snapshot is None else snapshot.id,
         )
+        self._store.soul.write(actor.user_id, changes, snapshot, [entry])
 
     def _next(self, block: SoulBlock, actor: Actor, **updates: object) -> SoulBlock:
         return block.model_copy(

@@ -99,8 +99,7 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
     @router.delete("/{memory_id}", summary=f"Soft-delete a {noun} (restorable)")
     def delete(memory_id: str, engram: EngramDep, actor: ActorDep, reason: Reason = "") -> Memory:
         check_layer(engram, [memory_id], layer, actor)
-        deleted = engram.memories.delete_many([memory_id], actor, reason)
-        return deleted[0] if deleted else engram.memories.get(memory_id, actor, Role.WRITER)
+        return engram.memories.delete(memory_id, actor, reason)
 
     @router.get("/{memory_id}/history", summary="Every version, oldest first")
     def history(memory_id: str, engram: EngramDep, actor: ActorDep) -> list[MemoryVersion]:
