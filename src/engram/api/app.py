@@ -10,6 +10,7 @@ from fastapi import APIRouter, FastAPI
 
 import engram
 from engram.api import errors
+from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
@@ -65,6 +66,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.state.settings = settings
     app.state.metrics = Metrics()
     errors.install(app)
+    app.add_middleware(RequestLimits)
     app.middleware("http")(observe(app.state.metrics))
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)

@@ -14,6 +14,14 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from engram.limits import (
+    MAX_AUTHOR_CHARS,
+    MAX_NAME_CHARS,
+    MAX_TITLE_CHARS,
+    InputModel,
+    Metadata,
+    Timestamp,
+)
 from engram.models import Content
 from engram.text import content_hash
 
@@ -50,8 +58,8 @@ SourceName = Annotated[str, AfterValidator(validate_source)]
 ConversationId = Annotated[str, AfterValidator(validate_conversation_id)]
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Input(InputModel):
+    """What a caller supplies: unknown fields refused, text checked (see InputModel)."""
 
 
 class _Frozen(BaseModel):
@@ -63,10 +71,13 @@ class NewMessage(_Input):
 
     role: Role
     content: Content
-    author: str | None = Field(default=None, max_length=200)
-    created_at: datetime | None = None
+    author: str | None = Field(default=None, max_length=MAX_AUTHOR_CHARS)
+    created_at: Timestamp | None = None
     external_id: str | None = Field(
-        default=None, min_length=1, max_length=200, description="The caller's id, for idempotency"
+        default=None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="The caller's id, for idempotency",
     )
 
     def dedup_key(self) -> str:
@@ -102,9 +113,9 @@ class NewConversation(_Input):
 
     id: ConversationId | None = None
     source: SourceName = "api"
-    title: str = Field(default="", max_length=500)
-    started_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
+    started_at: Timestamp | None = None
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class Conversation(_Frozen):

@@ -32,13 +32,13 @@ from engram.extraction.conversation import (
 from engram.extraction.proposals import Extraction, Proposal
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
+from engram.limits import MAX_MESSAGES, InputModel
 from engram.models import Layer
 from engram.store.conversations import ConversationStore
 
 if TYPE_CHECKING:
     from engram.service.engram import Engram
 
-MAX_MESSAGES = 5000
 MAX_MESSAGE_PAGE = 500
 
 
@@ -55,10 +55,8 @@ class ExtractionConfig:
             raise InvalidInput("extraction cadence and window must be at least 1")
 
 
-class ConversationInput(BaseModel):
+class ConversationInput(InputModel):
     """A conversation and its messages, as an import or an API call delivers them."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversation: NewConversation = Field(default_factory=NewConversation)
     messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.limits import InputModel, StrictInt
 from engram.service.soul import DEFAULT_SOUL_TOKENS
 from engram.soul.blocks import MAX_BLOCK_CHARS
 from engram.soul.model import (
@@ -41,8 +42,8 @@ LayerRef = Annotated[
 ]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Body(InputModel):
+    """A request body: unknown fields refused, text checked (see InputModel)."""
 
 
 class BlockIn(_Body):
@@ -50,14 +51,14 @@ class BlockIn(_Body):
     mode: OverrideMode | None = Field(
         default=None, description="In an environment: replace, extend (append) or inherit"
     )
-    priority: int | None = Field(default=None, ge=0, le=100)
-    enabled: bool | None = None
+    priority: StrictInt | None = Field(default=None, ge=0, le=100)
+    enabled: StrictBool | None = None
     section: Section | None = Field(default=None, description="Only to create a custom block")
     reason: str = Field(default="", max_length=1000)
 
 
 class BlockRestoreIn(_Body):
-    version: int = Field(ge=1)
+    version: StrictInt = Field(ge=1, le=1_000_000)
     reason: str = Field(default="", max_length=1000)
 
 
