@@ -17,6 +17,7 @@ import uvicorn
 from engram import LOCAL, Engram, Settings
 from engram.accounts import Scope
 from engram.api import ServerSettings, create_app
+from engram.api.server import uvicorn_options
 from engram.cli.keys import bootstrap
 
 
@@ -55,6 +56,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
         log_config=None,
         access_log=False,
         lifespan="on",
+        **uvicorn_options(),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

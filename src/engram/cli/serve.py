@@ -57,6 +57,7 @@ def serve(
 
     from engram.api import create_app
     from engram.api.observability import configure_logging
+    from engram.api.server import uvicorn_options
     from engram.cli.keys import bootstrap
     from engram.service.jobs import BackgroundJobs
 
@@ -85,6 +86,7 @@ def serve(
             access_log=False,
             timeout_graceful_shutdown=10,
             server_header=False,
+            **uvicorn_options(),
         )
         jobs = BackgroundJobs(engram, maintenance_every * 3600)
         jobs.start()

@@ -47,15 +47,24 @@ def validate_source(value: str) -> str:
 
 
 def validate_conversation_id(value: str) -> str:
-    if not _CONVERSATION_ID_RE.match(value):
+    if not _CONVERSATION_ID_RE.fullmatch(value):
         raise ValueError(
             f"conversation id {value!r} must be 1-128 letters, digits, '_', '.', ':' or '-'"
         )
     return value
 
 
-SourceName = Annotated[str, AfterValidator(validate_source)]
-ConversationId = Annotated[str, AfterValidator(validate_conversation_id)]
+# The patterns go to the schema; the validators say what is wrong.
+SourceName = Annotated[
+    str,
+    Field(json_schema_extra={"pattern": r"^\s*[A-Za-z][A-Za-z0-9_.-]{0,39}\s*$"}),
+    AfterValidator(validate_source),
+]
+ConversationId = Annotated[
+    str,
+    Field(json_schema_extra={"pattern": _CONVERSATION_ID_RE.pattern}),
+    AfterValidator(validate_conversation_id),
+]
 
 
 class _Input(InputModel):
