@@ -93,6 +93,10 @@ class Wire:
         self.conn.close()
 
 
+def openapi(live: Live) -> Any:
+    return httpx.get(live.url + "/openapi.json", timeout=60).json()  # built on first use
+
+
 def refused(status: int, body: Any, expected: int = 422, names: str = "") -> None:
     assert status == expected, (status, body)
     error = ErrorBody.model_validate(body).error
@@ -149,7 +153,7 @@ def test_list_and_integer_parameters_are_bounded(live: Live) -> None:
     refused(*wire.send("GET", f"/api/v1/facts?{query}"), names="at most 50")
     refused(*wire.send("GET", f"{CONV}/messages?after=9223372036854775808"), names="after")
     assert wire.same_connection
-    spec = httpx.get(live.url + "/openapi.json").json()
+    spec = openapi(live)
     listing = {p["name"]: p["schema"] for p in spec["paths"]["/api/v1/facts"]["get"]["parameters"]}
     assert listing["tag"]["maxItems"] == MAX_FILTER_VALUES
     messages = spec["paths"]["/api/v1/conversations/{conversation_id}/messages"]["get"]
@@ -167,7 +171,7 @@ def test_undecodable_bodies_are_422(live: Live) -> None:
     ):
         refused(*wire.send("POST", "/api/v1/facts", body))
     assert wire.same_connection
-    spec = httpx.get(live.url + "/openapi.json").json()
+    spec = openapi(live)
     assert "400" not in spec["paths"]["/api/v1/facts"]["post"]["responses"]
     assert "422" in spec["paths"]["/api/v1/facts"]["post"]["responses"]
 
@@ -213,14 +217,15 @@ def test_metadata_and_body_sizes_are_bounded(live: Live) -> None:
     refused(*wire.send("POST", "/api/v1/facts", huge), expected=413)
     assert wire.same_connection
     assert fingerprint(live) == before
-    with live.client(live.owner_token) as c:  # a body streamed without a length: 413 too
+    auth = {"Authorization": f"Bearer {live.owner_token}"}
+    with httpx.Client(base_url=live.url, headers=auth, timeout=60) as c:  # streamed, no length
         chunks = (b"x" * 65536 for _ in range(MAX_BODY_BYTES // 65536 + 2))
         response = c.post("/api/v1/facts", content=chunks)
         refused(response.status_code, response.json(), expected=413)
 
 
 def test_the_schema_states_what_the_server_enforces(live: Live) -> None:
-    spec = httpx.get(live.url + "/openapi.json").json()
+    spec = openapi(live)
     schemas = spec["components"]["schemas"]
     fact = schemas["NewFact"]["properties"]
     assert fact["content"]["maxLength"] == 20_000 and fact["content"]["pattern"] == r"\S"
