@@ -19,7 +19,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 # -- memories ----------------------------------------------------------------------------------
 MAX_CONTENT_CHARS = 20_000
@@ -71,6 +71,15 @@ MAX_HEADER_BYTES = 32_768
 """All request headers together; more is 431."""
 MAX_REQUEST_HEAD_BYTES = 1024 * 1024
 """What the HTTP parser buffers of a request line and headers before it gives up (431)."""
+
+
+SPACE = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
+    chr(c) for c in range(0x2000, 0x200B)
+)
+"""What counts as whitespace when text is trimmed: JSON Schema's (ECMAScript's) ``\\s``, so a
+schema ``pattern`` and the server agree on what is blank."""
+SPACE_CLASS = "".join(f"\\u{ord(c):04x}" for c in SPACE)
+""":data:`SPACE` as the inside of a regex character class, the same in Python and JSON Schema."""
 
 
 def text_problem(value: Any) -> str | None:
@@ -164,7 +173,7 @@ Metadata = Annotated[
     dict[str, Any],
     BeforeValidator(lambda v: check_metadata(v) if isinstance(v, dict) else v),
     Field(
-        max_length=MAX_METADATA_KEYS,
+        json_schema_extra={"maxProperties": MAX_METADATA_KEYS},  # checked by check_metadata
         description=f"Any JSON object: at most {MAX_METADATA_KEYS} keys, {MAX_METADATA_DEPTH} "
         f"levels deep and {MAX_METADATA_BYTES} bytes as compact JSON.",
     ),
@@ -172,7 +181,18 @@ Metadata = Annotated[
 """A caller's metadata object, bounded."""
 Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
 """A date-time given as a datetime or an ISO 8601 string: never a number."""
-StrictInt = Annotated[int, Strict()]
-"""An integer that must be sent as one (not ``true``, ``"3"`` or ``3.5``)."""
-StrictFloat = Annotated[float, Strict()]
-"""A number that must be sent as one (not ``true`` or ``"0.5"``)."""
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, bool | str):
+        raise ValueError(f"expected a JSON number, got {value!r}")
+    return value
+
+
+JSON_NUMBER = BeforeValidator(_json_number)
+"""Refuses booleans and strings for a number; put it after any bounds in an ``Annotated``
+so that the schema keeps them as ``minimum``/``maximum``."""
+StrictInt = Annotated[int, JSON_NUMBER]
+"""An integer sent as a JSON number (``3`` or ``3.0``; not ``true``, ``"3"`` or ``3.5``)."""
+StrictFloat = Annotated[float, JSON_NUMBER]
+"""A number sent as a JSON number (not ``true`` or ``"0.5"``)."""

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from engram.limits import (
+    JSON_NUMBER,
     MAX_AUTHOR_CHARS,
     MAX_CONTENT_CHARS,
     MAX_LIST_ITEMS,
@@ -23,23 +24,24 @@ from engram.limits import (
     MAX_TAGS,
     MAX_THREAD_CHARS,
     MAX_TRIGGER_CHARS,
+    SPACE,
+    SPACE_CLASS,
     InputModel,
     Metadata,
-    StrictFloat,
     StrictInt,
     Timestamp,
 )
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
-InputScore = Annotated[StrictFloat, Field(ge=0.0, le=1.0)]
+InputScore = Annotated[float, Field(ge=0.0, le=1.0), JSON_NUMBER]
 """A score a caller sends: a JSON number (not a string or a boolean)."""
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-_CATEGORY_PATTERN = r"^\s*[A-Za-z][A-Za-z0-9_-]{0,39}\s*$"
+_CATEGORY_PATTERN = rf"^[{SPACE_CLASS}]*[A-Za-z][A-Za-z0-9_-]{{0,39}}[{SPACE_CLASS}]*$"
 _CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-_TAG_PATTERN = r"^\s*[^\s,][^,]*$"
-_TAG_RE = re.compile(r"^[^\s,][^,]*$")
-_TEXT_PATTERN = r"\S"
+_TAG_PATTERN = rf"^[{SPACE_CLASS}]*[^{SPACE_CLASS},][^,]*$"
+_TAG_RE = re.compile(rf"^[^{SPACE_CLASS},][^,]*$")
+_TEXT_PATTERN = rf"[^{SPACE_CLASS}]"
 
 
 class Layer(StrEnum):
@@ -95,7 +97,7 @@ BUILTIN_CATEGORIES = ("preference", "fact", "decision", "project", "general")
 
 
 def validate_category(value: str) -> str:
-    value = value.strip().lower()
+    value = value.strip(SPACE).lower()
     if not _CATEGORY_RE.match(value):
         raise ValueError(
             f"category {value!r} must be 1-40 characters: a lowercase letter, then letters, "
@@ -107,7 +109,7 @@ def validate_category(value: str) -> str:
 def validate_tags(value: list[str]) -> list[str]:
     out: list[str] = []
     for tag in value:
-        tag = tag.strip()
+        tag = tag.strip(SPACE)
         if not _TAG_RE.match(tag) or len(tag) > MAX_TAG_CHARS:
             raise ValueError(f"tag {tag!r} must be 1-{MAX_TAG_CHARS} characters without commas")
         tag = tag.lower()
@@ -121,14 +123,20 @@ def validate_tags(value: list[str]) -> list[str]:
 def validate_content(value: str) -> str:
     if len(value) > MAX_CONTENT_CHARS:
         raise ValueError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
-    value = value.strip()
+    value = value.strip(SPACE)
     if not value:
         raise ValueError("content must not be empty")
     return value
 
 
+ENV_NAME_PATTERN = rf"^[{SPACE_CLASS}]*[A-Za-z0-9][A-Za-z0-9_.-]{{0,63}}[{SPACE_CLASS}]*$"
+"""An environment name as a caller may send it (trimmed and lowercased when stored)."""
+ACCOUNT_NAME_PATTERN = rf"^[{SPACE_CLASS}]*[^{SPACE_CLASS}]+[{SPACE_CLASS}]*$"
+"""A user or key name: no whitespace inside (trimmed when stored)."""
+
+
 def validate_env_name(value: str) -> str:
-    value = value.strip().lower()
+    value = value.strip(SPACE).lower()
     if not _NAME_RE.match(value):
         raise ValueError(
             f"environment name {value!r} must be 1-64 characters: lowercase letters, digits, "

@@ -13,14 +13,16 @@ from pydantic import BaseModel, Field, StrictBool
 
 from engram.accounts import Role, Scope
 from engram.limits import (
+    JSON_NUMBER,
     MAX_BULK,
     MAX_FILTER_VALUES,
     MAX_REASON_CHARS,
     MAX_THREAD_CHARS,
     InputModel,
-    StrictInt,
 )
 from engram.models import (
+    ACCOUNT_NAME_PATTERN,
+    ENV_NAME_PATTERN,
     ORDERS,
     Layer,
     MemoryFilter,
@@ -54,16 +56,21 @@ FilterValues = Annotated[list[FilterValue], Field(max_length=MAX_FILTER_VALUES)]
 
 
 # -- memories ----------------------------------------------------------------------------------
+# Each layer's body names only the details that layer takes, so the schema says what is refused.
 class NewFact(NewMemory):
     layer: Literal[Layer.FACT] = Layer.FACT
+    episode: None = None
+    procedure: None = None
 
 
 class NewEpisode(NewMemory):
     layer: Literal[Layer.EPISODE] = Layer.EPISODE
+    procedure: None = None
 
 
 class NewProcedure(NewMemory):
     layer: Literal[Layer.PROCEDURE] = Layer.PROCEDURE
+    episode: None = None
     procedure: ProcedureDetails
 
 
@@ -121,8 +128,8 @@ class BulkPatch(_Body):
 
 
 class RestoreBody(_Body):
-    version: StrictInt | None = Field(
-        default=None, ge=1, le=1_000_000, description="default: the last active one"
+    version: Annotated[int, Field(ge=1, le=1_000_000), JSON_NUMBER] | None = Field(
+        default=None, description="default: the last active one"
     )
     reason: Reason = ""
 
@@ -137,7 +144,7 @@ class Purged(BaseModel):
 
 # -- environments ------------------------------------------------------------------------------
 class EnvironmentIn(_Body):
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=64, json_schema_extra={"pattern": ENV_NAME_PATTERN})
     description: str = Field(default="", max_length=2000)
 
 
@@ -147,7 +154,9 @@ class MemberIn(_Body):
 
 # -- users and keys ----------------------------------------------------------------------------
 class UserIn(_Body):
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(
+        min_length=1, max_length=64, json_schema_extra={"pattern": ACCOUNT_NAME_PATTERN}
+    )
     password: str | None = Field(default=None, min_length=8, max_length=1024)
     is_admin: StrictBool = False
 
@@ -157,7 +166,12 @@ class PasswordIn(_Body):
 
 
 class KeyIn(_Body):
-    name: str = Field(default="default", min_length=1, max_length=64)
+    name: str = Field(
+        default="default",
+        min_length=1,
+        max_length=64,
+        json_schema_extra={"pattern": ACCOUNT_NAME_PATTERN},
+    )
     scopes: list[Scope] = Field(
         default_factory=lambda: [Scope.READ, Scope.WRITE], min_length=1, max_length=len(Scope)
     )

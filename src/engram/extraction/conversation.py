@@ -18,6 +18,8 @@ from engram.limits import (
     MAX_AUTHOR_CHARS,
     MAX_NAME_CHARS,
     MAX_TITLE_CHARS,
+    SPACE,
+    SPACE_CLASS,
     InputModel,
     Metadata,
     Timestamp,
@@ -40,7 +42,7 @@ class Role(StrEnum):
 
 
 def validate_source(value: str) -> str:
-    value = value.strip().lower()
+    value = value.strip(SPACE).lower()
     if not _SOURCE_RE.match(value):
         raise ValueError(f"source {value!r} must be 1-40 lowercase letters, digits, '_.-'")
     return value
@@ -57,7 +59,11 @@ def validate_conversation_id(value: str) -> str:
 # The patterns go to the schema; the validators say what is wrong.
 SourceName = Annotated[
     str,
-    Field(json_schema_extra={"pattern": r"^\s*[A-Za-z][A-Za-z0-9_.-]{0,39}\s*$"}),
+    Field(
+        json_schema_extra={
+            "pattern": rf"^[{SPACE_CLASS}]*[A-Za-z][A-Za-z0-9_.-]{{0,39}}[{SPACE_CLASS}]*$"
+        }
+    ),
     AfterValidator(validate_source),
 ]
 ConversationId = Annotated[

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
-from engram.limits import InputModel, StrictInt
+from engram.limits import JSON_NUMBER, InputModel, StrictInt
 from engram.service.soul import DEFAULT_SOUL_TOKENS
 from engram.soul.blocks import MAX_BLOCK_CHARS
 from engram.soul.model import (
@@ -51,7 +51,7 @@ class BlockIn(_Body):
     mode: OverrideMode | None = Field(
         default=None, description="In an environment: replace, extend (append) or inherit"
     )
-    priority: StrictInt | None = Field(default=None, ge=0, le=100)
+    priority: Annotated[int, Field(ge=0, le=100), JSON_NUMBER] | None = None
     enabled: StrictBool | None = None
     section: Section | None = Field(default=None, description="Only to create a custom block")
     reason: str = Field(default="", max_length=1000)
