@@ -74,6 +74,19 @@ class NewProcedure(NewMemory):
     procedure: ProcedureDetails
 
 
+class LayerEpisode(NewEpisode):
+    layer: Literal[Layer.EPISODE]
+
+
+class LayerProcedure(NewProcedure):
+    layer: Literal[Layer.PROCEDURE]
+
+
+AnyNewMemory = NewFact | LayerEpisode | LayerProcedure
+"""A memory of any layer: a fact unless ``layer`` says otherwise, each layer with only its own
+details (what ``/memories/remember`` takes)."""
+
+
 class MemoryQuery(_Body):
     """Filters of a memory listing (query parameters)."""
 

@@ -8,9 +8,10 @@ from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.routers._memories import EnvQuery
+from engram.api.schemas import AnyNewMemory
 from engram.lifecycle.report import WriteOutcome
 from engram.limits import MAX_REASON_CHARS, InputModel
-from engram.models import Memory, NewMemory
+from engram.models import Memory
 from engram.service.feedback import FeedbackKind, FeedbackOutcome, give_feedback
 
 router = APIRouter(tags=["memories"])
@@ -29,7 +30,7 @@ class FeedbackIn(InputModel):
     summary="Store a memory through dedup and contradiction (merged, superseded or queued)",
 )
 def remember(
-    body: NewMemory, engram: EngramDep, actor: ActorDep, environment: EnvQuery = None
+    body: AnyNewMemory, engram: EngramDep, actor: ActorDep, environment: EnvQuery = None
 ) -> WriteOutcome:
     return engram.lifecycle.remember(body, actor, environment)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Path, Query, status
 from pydantic import BaseModel, Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
@@ -28,7 +28,7 @@ from engram.soul.model import (
     SoulUpdate,
     SoulView,
 )
-from engram.soul.presets import Preset
+from engram.soul.presets import PRESETS, Preset
 
 router = APIRouter(tags=["soul"])
 
@@ -102,7 +102,10 @@ def presets(engram: EngramDep, actor: ActorDep) -> list[Preset]:
 
 @router.post("/presets/{preset}/apply", summary="Apply a preset (after an automatic snapshot)")
 def apply_preset(
-    preset: str, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+    preset: Annotated[str, Path(pattern=f"^({'|'.join(PRESETS)})$", description="A preset's name")],
+    engram: EngramDep,
+    actor: ActorDep,
+    environment: LayerRef = None,
 ) -> SoulUpdate:
     return engram.soul.apply_preset(actor, preset, environment)
 
