@@ -153,9 +153,7 @@ def test_bad_input_is_422_with_the_canonical_body(live: Live) -> None:
         assert locs == {("body", "priority"), ("body", "colour")}
         too_long = c.put("/api/v1/soul/blocks/identity", json={"text": "x" * 8001})
         assert "8000" in str(_error(too_long, 422, "invalid_input")["message"])
-        unknown = _error(
-            c.put("/api/v1/soul/blocks/nope", json={"text": "x"}), 422, "invalid_input"
-        )
+        unknown = _error(c.put("/api/v1/soul/blocks/nope", json={"text": "x"}), 404, "not_found")
         assert "nope" in str(unknown["message"])
         _error(c.put("/api/v1/soul/blocks/identity", json={}), 422, "invalid_input")
         _error(

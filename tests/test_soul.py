@@ -214,11 +214,11 @@ def test_custom_blocks(engram: Engram) -> None:
 
 def test_invalid_names_and_oversize_text_are_clear_errors(engram: Engram) -> None:
     e = engram
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(NotFound) as err:
         e.soul.set_block(LOCAL, "identiti", "x")
     assert "unknown block 'identiti'" in err.value.message
     assert "identity, worldview, personality, tensions, communication_style" in err.value.message
-    with pytest.raises(InvalidInput, match="unknown block 'nope'"):
+    with pytest.raises(NotFound, match="unknown block 'nope'"):
         e.soul.history(LOCAL, "nope")
     with pytest.raises(InvalidInput, match=f"8001 characters; the limit is {MAX_BLOCK_CHARS}"):
         e.soul.set_block(LOCAL, "rules", "x" * 8001)

@@ -105,8 +105,8 @@ def test_custom_block(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["soul", "set", "identiti", "x"], 2, "unknown block 'identiti'; valid blocks are:"),
-        (["soul", "show", "nope"], 2, "unknown block 'nope'"),
+        (["soul", "set", "identiti", "x"], 3, "unknown block 'identiti'; valid blocks are:"),
+        (["soul", "show", "nope"], 3, "unknown block 'nope'"),
         (["soul", "set", "rules", "x" * 8001], 2, "8001 characters; the limit is 8000"),
         (["soul", "set", "rules", "x", "--priority", "500"], 2, "between 0 and 100"),
         (["soul", "preset", "pirate"], 2, "unknown preset 'pirate'"),

@@ -27,10 +27,11 @@ from engram.extraction.conversation import (
     Transcript,
 )
 from engram.extraction.proposals import Extraction, Proposal
-from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult, Outcome
+from engram.extraction.results import ConversationInput, ExtractionResult, Outcome
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
 from engram.lifecycle.report import WriteOutcome
+from engram.limits import MAX_MESSAGES
 from engram.models import Layer
 from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import EnvironmentService

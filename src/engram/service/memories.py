@@ -14,6 +14,7 @@ from engram.errors import InvalidInput, NotFound, PermissionDenied
 from engram.lifecycle.changes import build as build_memory
 from engram.lifecycle.changes import record as record_change
 from engram.lifecycle.changes import step as next_state
+from engram.limits import MAX_BULK
 from engram.models import (
     ORDERS,
     Action,
@@ -31,7 +32,6 @@ from engram.service.environments import SCOPE_FOR, EnvironmentService, require_s
 from engram.store import Change, Store
 
 MAX_PAGE = 1000
-MAX_BULK = 1000
 
 
 class MemoryService:

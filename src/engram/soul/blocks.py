@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, NotFound
 from engram.soul.model import OverrideMode, Section
 
 MAX_BLOCK_CHARS = 8_000
@@ -77,10 +77,11 @@ def validate_custom_name(name: str) -> str:
     return name
 
 
-def unknown_block(name: str, custom: list[str]) -> InvalidInput:
-    """The error for a name that is neither built in nor a custom block of this Soul."""
+def unknown_block(name: str, custom: list[str]) -> NotFound:
+    """The error for a name that is neither built in nor a custom block of this Soul: there is
+    no such block (404 over HTTP), and the message lists those there are."""
     valid = ", ".join([*BUILTIN, *sorted(custom)])
-    return InvalidInput(
+    return NotFound(
         f"unknown block {name!r}; valid blocks are: {valid} (give a section to add a custom block)",
         field="name",
         valid=[*BUILTIN, *sorted(custom)],

@@ -15,13 +15,16 @@ from engram.actors import Actor
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged, RestoreBody
 from engram.errors import NotFound
+from engram.limits import MAX_BULK, MAX_REASON_CHARS
 from engram.models import Layer, Memory, MemoryPatch, MemoryVersion, NewMemory, Page
 from engram.service import Engram
 
 EnvQuery = Annotated[
     str | None, Query(description="Environment name or id (default: your default environment)")
 ]
-Reason = Annotated[str, Query(max_length=1000, description="Why: kept in the version history")]
+Reason = Annotated[
+    str, Query(max_length=MAX_REASON_CHARS, description="Why: kept in the version history")
+]
 
 
 def check_layer(
@@ -41,7 +44,7 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
     # static paths first, so '/bulk' is never read as a memory id
     @router.post("/bulk", status_code=status.HTTP_201_CREATED, summary=f"Create many {noun}s")
     def bulk_create(
-        items: Annotated[list[new_model], Body(max_length=1000)],  # type: ignore[valid-type]
+        items: Annotated[list[new_model], Body(max_length=MAX_BULK)],  # type: ignore[valid-type]
         engram: EngramDep,
         actor: ActorDep,
         environment: EnvQuery = None,
