@@ -5,34 +5,43 @@ The public API is small and pinned by ``tests/test_public_api.py``::
     from engram import Engram, Settings, NewMemory
     with Engram.open(Settings.load()) as engram:
         engram.memories.add(NewMemory(content="I prefer tabs"), LOCAL)
+
+The names are imported on first use (PEP 562), so a process that needs one small module (the
+hook client, ``engram.hooks``) does not load the service stack.
 """
 
-from engram.actors import LOCAL, Actor
-from engram.config import Settings
-from engram.errors import (
-    Conflict,
-    EngramError,
-    InvalidInput,
-    MissingDependency,
-    NotFound,
-    PermissionDenied,
-    StorageError,
-    Unauthenticated,
-)
-from engram.models import (
-    Environment,
-    EpisodeDetails,
-    Layer,
-    Memory,
-    MemoryFilter,
-    MemoryPatch,
-    MemoryVersion,
-    NewMemory,
-    ProcedureDetails,
-    Source,
-    Status,
-)
-from engram.service import Engram
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engram.actors import LOCAL, Actor
+    from engram.config import Settings
+    from engram.errors import (
+        Conflict,
+        EngramError,
+        InvalidInput,
+        MissingDependency,
+        NotFound,
+        PermissionDenied,
+        StorageError,
+        Unauthenticated,
+    )
+    from engram.models import (
+        Environment,
+        EpisodeDetails,
+        Layer,
+        Memory,
+        MemoryFilter,
+        MemoryPatch,
+        MemoryVersion,
+        NewMemory,
+        ProcedureDetails,
+        Source,
+        Status,
+    )
+    from engram.service import Engram
 
 __version__ = "0.1.0"
 
@@ -62,3 +71,30 @@ __all__ = [
     "Unauthenticated",
     "__version__",
 ]
+
+
+_HOMES = {
+    "LOCAL": "engram.actors",
+    "Actor": "engram.actors",
+    "Settings": "engram.config",
+    "Engram": "engram.service",
+    **dict.fromkeys(
+        ("Conflict", "EngramError", "InvalidInput", "MissingDependency", "NotFound",
+         "PermissionDenied", "StorageError", "Unauthenticated"),
+        "engram.errors",
+    ),
+    **dict.fromkeys(
+        ("Environment", "EpisodeDetails", "Layer", "Memory", "MemoryFilter", "MemoryPatch",
+         "MemoryVersion", "NewMemory", "ProcedureDetails", "Source", "Status"),
+        "engram.models",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'engram' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
