@@ -9,6 +9,9 @@ from pathlib import Path
 
 import platformdirs
 
+from engram.scrub import ScrubConfig
+from engram.scrub.config import load_scrub_config
+
 DEFAULT_ENVIRONMENT = "default"
 
 
@@ -18,6 +21,8 @@ class Settings:
     database_url: str
     model_cache: Path
     embedder: str = "default"
+    scrub: ScrubConfig = ScrubConfig()
+    """Extra secret patterns and the allowlist, from ``<home>/scrub.toml``."""
 
     @property
     def database_path(self) -> Path:
@@ -33,6 +38,9 @@ class Settings:
         - ``ENGRAM_MODEL_CACHE``: where derived embedding models are cached
         - ``ENGRAM_EMBEDDER``: ``default``, ``none`` (keyword only), ``openai:<model>@<url>``,
           ``local:<dir>``
+
+        and ``<home>/scrub.toml``: extra secret patterns and an allowlist (see
+        :mod:`engram.scrub.config`).
         """
         env = os.environ if env is None else env
         root = Path(home or env.get("ENGRAM_HOME") or platformdirs.user_data_dir("engram"))
@@ -46,4 +54,5 @@ class Settings:
             database_url=db,
             model_cache=cache,
             embedder=env.get("ENGRAM_EMBEDDER", "default"),
+            scrub=load_scrub_config(root),
         )

@@ -38,8 +38,10 @@ def record(memory: Memory, action: Action, actor: Actor, reason: str = "") -> Ch
 
 
 def step(memory: Memory, now: datetime, **updates: Any) -> Memory:
-    """The memory's next state."""
-    return memory.model_copy(update={**updates, "version": memory.version + 1, "updated_at": now})
+    """The memory's next state (``redactions`` counts only what this step's own input had)."""
+    return memory.model_copy(
+        update={"redactions": {}, **updates, "version": memory.version + 1, "updated_at": now}
+    )
 
 
 _NOT_COPIED = ("created_at", "author")

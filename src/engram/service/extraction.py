@@ -33,6 +33,7 @@ from engram.extraction.proposals import Extraction, Proposal
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
 from engram.models import Layer
+from engram.scrub import scrub_value
 from engram.store.conversations import ConversationStore
 
 if TYPE_CHECKING:
@@ -91,6 +92,11 @@ class ExtractionResult(BaseModel):
         default=None, description="'lifecycle.remember' or 'memories.add_many'"
     )
     messages_added: int = 0
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Secrets the scrubber removed from the conversation and its messages "
+        "before anything was stored or extracted, as kind -> count.",
+    )
 
     def memory_ids(self, action: str) -> list[str]:
         return [o.memory_id for o in self.outcomes if o.action == action and o.memory_id]
@@ -197,6 +203,9 @@ class ExtractionService:
         )
         if not data.messages:
             raise InvalidInput("a conversation to extract from needs at least one message")
+        # scrubbed first: the extractor (maybe a remote LLM) never reads a secret
+        data, found = scrub_value(self._engram.scrubber, data)
+        redactions = {"redactions": found.as_dict()}
         if dry_run:
             conv = self._transient(data, actor, environment)
             messages = [
@@ -214,13 +223,13 @@ class ExtractionService:
             ]
             return self._run(
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
-            )
+            ).model_copy(update=redactions)
         conv = self.start(data.conversation, actor, environment)
         added = self._append(conv, data.messages)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
-        return result.model_copy(update={"messages_added": len(added)})
+        return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def add_messages(
         self,
@@ -236,9 +245,12 @@ class ExtractionService:
         """Append messages (starting the conversation if it is new); once ``config.every``
         assistant messages have arrived since the last extraction, extract from the new
         messages with the last ``config.window`` messages as context."""
-        conv = self.start(
-            NewConversation(id=conversation_id, source=source, title=title), actor, environment
+        (new, messages), found = scrub_value(
+            self._engram.scrubber,
+            (NewConversation(id=conversation_id, source=source, title=title), list(messages)),
         )
+        redactions = {"redactions": found.as_dict()}
+        conv = self.start(new, actor, environment)
         added = self._append(conv, messages)
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
@@ -249,12 +261,13 @@ class ExtractionService:
                 dry_run=False,
                 extractor=str(name),
                 messages_added=len(added),
+                **redactions,
             )
         window = self.conversations.last_messages(conv.id, self.config.window)
         result = self._run(
             conv, state, window, actor, False, assistant=assistant, extractor=extractor
         )
-        return result.model_copy(update={"messages_added": len(added)})
+        return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def _transient(
         self, data: ConversationInput, actor: Actor, environment: str | None

@@ -22,6 +22,7 @@ from engram.lifecycle.dedup import Candidate, jaccard, word_set
 from engram.lifecycle.maintenance import Maintenance
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
 from engram.models import Action, Layer, Memory, MemoryFilter, NewMemory, Status
+from engram.scrub import scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.memories import MemoryService
 from engram.store import Change, EmbeddingUpdate, Store
@@ -59,23 +60,24 @@ class LifecycleService:
         return self._store
 
     def commit(self, batch: Sequence[Change], actor: Actor) -> None:
-        """Write the changes in one transaction, then record them in the audit log."""
+        """Write the changes and their audit entries in one transaction."""
         if not batch:
             return
-        self._store.write(batch)
         by_env: dict[str, list[Change]] = {}
         for c in batch:
             by_env.setdefault(c.memory.environment_id, []).append(c)
-        for env_id, group in by_env.items():
-            ids = list(dict.fromkeys(c.memory.id for c in group))
-            self._envs.audit.record(
+        entries = [
+            self._envs.audit.entry(
                 actor,
                 f"memory.{group[-1].version.action.value}",
                 environment_id=env_id,
-                targets=ids,
+                targets=list(dict.fromkeys(c.memory.id for c in group)),
                 after={c.memory.id: c.memory.version for c in group},
                 reason=group[-1].version.reason,
             )
+            for env_id, group in by_env.items()
+        ]
+        self._store.write(batch, audit=entries)
 
     def embed(self, texts: Sequence[str]) -> Vector | None:
         """One batch of vectors, or None in keyword-only mode."""
@@ -146,14 +148,18 @@ class LifecycleService:
         """
         env = self._envs.resolve(environment, actor, Role.WRITER)
         if new.layer is not Layer.FACT:
+            stored = self._memories.add(new, actor, env.id)
             return WriteOutcome(
-                action=Outcome.CREATED, memory=self._memories.add(new, actor, env.id)
+                action=Outcome.CREATED, memory=stored, redactions=stored.redactions
             )
+        # scrubbed before anything reads it: dedup, the embedding, the stored memory
+        new, found = scrub_value(self._memories.scrubber, new)
+        redactions = found.as_dict()
         vectors = self.embed([new.content])
         vector = None if vectors is None else vectors[0]
         decision = decide(new.content, self.candidates(env.id, new.content, vector), self.config)
         now = self._clock()
-        memory = changes.build(env.id, new, actor, now)
+        memory = changes.build(env.id, new, actor, now, redactions=redactions)
         created = changes.record(memory, Action.CREATE, actor, "")
         target = decision.candidate.memory if decision.candidate is not None else None
         if decision.move is Move.MERGE and target is not None:
@@ -168,6 +174,7 @@ class LifecycleService:
                 absorbed_into=target.id,
                 merged_record=memory.id,
                 reason=decision.reason,
+                redactions=redactions,
             )
         if decision.move is Move.SUPERSEDE and target is not None:
             memory = memory.model_copy(update={"supersedes": target.id})
@@ -183,15 +190,20 @@ class LifecycleService:
                 memory=memory,
                 superseded=target.id,
                 reason=decision.reason,
+                redactions=redactions,
             )
         self.commit([created], actor)
         self.store_vectors([memory], vectors)
         if decision.move is Move.REVIEW and target is not None and decision.candidate is not None:
             item = self.queue(memory, target, decision.reason, decision.candidate.similarity)
             return WriteOutcome(
-                action=Outcome.QUEUED, memory=memory, review_id=item.id, reason=decision.reason
+                action=Outcome.QUEUED,
+                memory=memory,
+                review_id=item.id,
+                reason=decision.reason,
+                redactions=redactions,
             )
-        return WriteOutcome(action=Outcome.CREATED, memory=memory)
+        return WriteOutcome(action=Outcome.CREATED, memory=memory, redactions=redactions)
 
     # -- maintenance ---------------------------------------------------------------------------
     def maintain(

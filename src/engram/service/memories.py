@@ -26,6 +26,7 @@ from engram.models import (
     Page,
     Status,
 )
+from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
 from engram.store import Change, Store
 
@@ -34,10 +35,17 @@ MAX_BULK = 1000
 
 
 class MemoryService:
-    def __init__(self, store: Store, clock: Clock, environments: EnvironmentService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._envs = environments
+        self.scrubber = scrubber or Scrubber()
 
     # -- helpers -----------------------------------------------------------------------------
     def _load(
@@ -91,7 +99,10 @@ class MemoryService:
             raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
         env = self._envs.resolve(environment, actor, Role.WRITER)
         now = self._clock()
-        memories = [build_memory(env.id, item, actor, now) for item in items]
+        memories = [
+            build_memory(env.id, clean, actor, now, redactions=found.as_dict())
+            for clean, found in (scrub_value(self.scrubber, item) for item in items)
+        ]
         self._commit([record_change(m, Action.CREATE, actor, "") for m in memories], actor)
         return memories
 
@@ -142,7 +153,8 @@ class MemoryService:
                     f"memory {memory.id!r} is deleted; restore it before editing",
                     memory_id=memory.id,
                 )
-            updates = patch.changes()
+            patch, found = scrub_value(self.scrubber, patch)
+            updates = {**patch.changes(), "redactions": found.as_dict()}
             if memory.layer is not Layer.PROCEDURE and "procedure" in updates:
                 raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not a procedure")
             if memory.layer is not Layer.EPISODE and "episode" in updates:
@@ -231,6 +243,7 @@ class MemoryService:
                 "reinforcement_count": memory.reinforcement_count,
                 "version": memory.version + 1,
                 "updated_at": self._clock(),
+                "redactions": {},
             }
         )
         why = reason or f"restored version {target.version}"

@@ -51,6 +51,7 @@ from engram.soul.model import (
 )
 from engram.soul.presets import PRESETS, Preset, get_preset
 from engram.soul.render import render
+from engram.scrub import Scrubber
 from engram.store import Store
 
 DEFAULT_SOUL_TOKENS = 2_000
@@ -58,10 +59,17 @@ DEFAULT_SOUL_TOKENS = 2_000
 
 
 class SoulService:
-    def __init__(self, store: Store, clock: Clock, environments: EnvironmentService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._envs = environments
+        self._scrubber = scrubber or Scrubber()
 
     # -- layers ------------------------------------------------------------------------------
     def _layer_id(self, environment: str | None, actor: Actor) -> str | None:
@@ -170,7 +178,8 @@ class SoulService:
             )
         updates: dict[str, object] = {}
         if text is not None:
-            updates["text"] = validate_text(key, text)
+            # scrubbed here so the returned block shows what is stored
+            updates["text"] = self._scrubber.scrub(validate_text(key, text))[0]
             if current.mode is OverrideMode.INHERIT and mode is None:
                 updates["mode"] = OverrideMode.REPLACE
         if mode is not None:
