@@ -223,9 +223,7 @@ def kind_of(agent: Agent, hook: str) -> EventKind:
     return EVENT_NAMES[agent].get(hook, EventKind.OTHER)
 
 
-def to_event(
-    agent: Agent, raw: Raw, *, at: str, key: str, cwd: str, project: str | None
-) -> Event:
+def to_event(agent: Agent, raw: Raw, *, at: str, key: str, cwd: str, project: str | None) -> Event:
     """The captured event: every string scrubbed and bounded, prompts without scaffolding."""
     kind = kind_of(agent, raw.hook)
     text = raw.text

@@ -8,8 +8,7 @@ import re
 from functools import lru_cache
 
 from engram.capture.bounds import bound
-
-_PRIVATE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+from engram.scrub.scrubber import Scrubber
 
 # what harnesses wrap around or inject into the user's words (not the user speaking)
 _SCAFFOLD_BLOCKS = re.compile(
@@ -26,10 +25,8 @@ _SCAFFOLD_LINES = re.compile(
 
 
 @lru_cache(maxsize=1)
-def _scrubber() -> object:
-    # the one place the capture path reaches the scrubber (engram.scrub); stdlib only
-    from engram.scrub.scrubber import Scrubber
-
+def _scrubber() -> Scrubber:
+    # the one place the capture path builds the scrubber (engram.scrub: standard library only)
     return Scrubber()
 
 
@@ -37,10 +34,7 @@ def scrub(text: str) -> str:
     """``text`` with secrets replaced by markers and ``<private>`` spans dropped."""
     if not text:
         return text
-    text = _PRIVATE.sub("", text)
-    scrubbed, _ = _scrubber().scrub(text)  # type: ignore[attr-defined]
-    result: str = scrubbed
-    return result
+    return _scrubber().scrub(text)[0]
 
 
 def clean(text: str, limit: int) -> str:

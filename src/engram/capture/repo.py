@@ -42,9 +42,10 @@ class RepoRules:
 
     def ignores(self, event: Event) -> bool:
         """Whether the event touches an ignored path or runs an ignored command."""
-        if self.ignore_commands and event.command:
-            if any(fnmatch.fnmatchcase(event.command, p) for p in self.ignore_commands):
-                return True
+        if event.command and any(
+            fnmatch.fnmatchcase(event.command, p) for p in self.ignore_commands
+        ):
+            return True
         if self.ignore_paths:
             for name in event.files:
                 rel = self._relative(name)

@@ -11,17 +11,13 @@ logged to ``<home>/hooks/hook.log``.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import sys
 import time
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 from engram.capture.adapters import kind_of, read_payload, render_output, to_event
 from engram.capture.events import Agent, EventKind
@@ -30,15 +26,17 @@ from engram.capture.project import project_environment
 from engram.capture.repo import find_rules
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
+from engram.hooks.wire import ServerUnavailable, post_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 EVENT_TIMEOUT_S = 1.0
 START_TIMEOUT_S = 3.0
 MAX_STDIN = 8 * 1024 * 1024
-
-
-class ServerUnavailable(Exception):
-    """The server did not take the events (down, timed out, 429 or 5xx)."""
 
 
 def log(env: Mapping[str, str], message: str) -> None:
@@ -50,7 +48,7 @@ def log(env: Mapping[str, str], message: str) -> None:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(f"{stamp} {scrub(message)[:2000]}\n")
-    except Exception:  # noqa: S110 - the log is best effort by design
+    except Exception:
         pass
 
 
@@ -64,29 +62,8 @@ def _token(env: Mapping[str, str]) -> str:
         return ""
 
 
-def post(
-    env: Mapping[str, str], path: str, body: dict[str, Any], timeout: float
-) -> dict[str, Any]:
-    """POST JSON to the server; the decoded 2xx answer, else :class:`ServerUnavailable`."""
-    url = urlsplit(env.get("ENGRAM_URL") or DEFAULT_URL)
-    conn_cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    headers = {"Content-Type": "application/json"}
-    token = _token(env)
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    conn = conn_cls(url.hostname or "127.0.0.1", url.port, timeout=timeout)
-    try:
-        conn.request("POST", url.path.rstrip("/") + path, json.dumps(body), headers)
-        response = conn.getresponse()
-        data = response.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise ServerUnavailable(f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        conn.close()
-    if response.status >= 300:
-        raise ServerUnavailable(f"HTTP {response.status}: {data[:300]!r}")
-    answer = json.loads(data or b"{}")
-    return answer if isinstance(answer, dict) else {}
+def post(env: Mapping[str, str], path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    return post_json(env.get("ENGRAM_URL") or DEFAULT_URL, path, body, _token(env), timeout)
 
 
 def _now(payload: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ crash stores nothing twice."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -54,16 +55,12 @@ class Spool:
             try:
                 out.append((path, json.loads(path.read_text(encoding="utf-8"))))
             except (OSError, ValueError):
-                try:
+                with contextlib.suppress(OSError):
                     path.rename(path.with_suffix(".bad"))
-                except OSError:
-                    pass
         return out
 
     @staticmethod
     def delivered(paths: list[Path]) -> None:
         for path in paths:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            except FileNotFoundError:
-                pass

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from engram.accounts import ApiKey, AuditEntry, AuditQuery, Member, User
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.scrub.capture import ScrubbingCaptureStore
 from engram.scrub.scrubber import Redactions, Scrubber
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.capture import CaptureStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -79,6 +81,7 @@ class ScrubbingStore(_Audited):
         self._audit = _Audit(inner.audit, scrubber)
         self._soul = _Soul(inner.soul, scrubber)
         self._reviews = _Reviews(inner.reviews, scrubber)
+        self._capture = ScrubbingCaptureStore(inner.capture, scrubber)
         self._conversations: ConversationStore | None = None
 
     def __getattr__(self, name: str) -> Any:
@@ -101,6 +104,10 @@ class ScrubbingStore(_Audited):
     @property
     def reviews(self) -> ReviewStore:
         return self._reviews
+
+    @property
+    def capture(self) -> CaptureStore:
+        return self._capture
 
     @property
     def conversations(self) -> ConversationStore:

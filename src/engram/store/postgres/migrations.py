@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from engram.errors import StorageError
+from engram.store.postgres import capture
 
 if TYPE_CHECKING:
     from engram.store.postgres.db import Connection, PostgresDatabase
@@ -311,6 +312,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "SELECT gin_clean_pending_list('memories_tsv'::regclass)",
         ),
     ),
+    Migration(capture.MIGRATION_NAME, capture.MIGRATION_STATEMENTS),
 )
 
 

@@ -20,6 +20,7 @@ from psycopg import sql
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.postgres import keywords, substores, vectors
+from engram.store.postgres.capture import PostgresCaptureStore
 from engram.store.postgres.db import Connection, PostgresDatabase
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
@@ -79,6 +80,7 @@ class PostgresStore:
         self.audit: Any = substores.build("audit", self.db)
         self.soul: Any = substores.build("soul", self.db)
         self.reviews: Any = substores.build("reviews", self.db)
+        self.capture = PostgresCaptureStore(self.db)
         self.conversations: Any = substores.build("conversations", self.db)
         self.providers: Any = substores.build("providers", self.db)
         self._term_frequencies = keywords.TermFrequencies()

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engram.errors import StorageError
-from engram.store.sqlite import fts, locks, soul
+from engram.store.sqlite import capture, fts, locks, soul
 
 
 @dataclass(frozen=True)
@@ -267,6 +267,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX audit_log_env ON audit_log (environment_id)",
         ),
     ),
+    Migration(capture.MIGRATION_NAME, capture.MIGRATION_STATEMENTS),
 )
 
 

@@ -37,6 +37,7 @@ from engram.store.protocol import (
 )
 from engram.store.sqlite import fts, locks, migrations
 from engram.store.sqlite.accounts import SQLiteAccountStore
+from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
 from engram.store.sqlite.reviews import SQLiteReviewStore
@@ -138,6 +139,7 @@ class SQLiteStore:
         self.accounts = SQLiteAccountStore(self)
         self.audit = SQLiteAuditStore(self)
         self.reviews = SQLiteReviewStore(self)
+        self.capture = SQLiteCaptureStore(self)
         self.soul = SQLiteSoulStore(self)
 
     # -- connections -------------------------------------------------------------------------
