@@ -13,6 +13,7 @@ from engram.api import errors
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
+    capture,
     context,
     environments,
     episodes,
@@ -47,6 +48,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/search", search.router),
     ("/context", context.router),
     ("/soul", soul.router),
+    ("/capture", capture.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -26,6 +26,7 @@ from engram.errors import (
     MissingDependency,
     NotFound,
     PermissionDenied,
+    Saturated,
     StorageError,
     Unauthenticated,
 )
@@ -40,6 +41,7 @@ STATUS: dict[type[EngramError], int] = {
     Conflict: 409,
     MissingDependency: 501,
     StorageError: 503,
+    Saturated: 429,
 }
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated"}
 

@@ -10,6 +10,7 @@ from datetime import datetime
 from engram.scrub.scrubber import Scrubber
 from engram.store.capture import CapturedSession, CaptureStore, Observation, SessionTouch
 
+
 class ScrubbingCaptureStore:
     def __init__(self, inner: CaptureStore, scrubber: Scrubber) -> None:
         self.inner = inner

@@ -81,9 +81,7 @@ class CaptureStore(Protocol):
         """Sessions in these environments (all when empty), most recent activity first."""
         ...
 
-    def observations(
-        self, session_id: str, *, limit: int, after: int = 0
-    ) -> list[Observation]:
+    def observations(self, session_id: str, *, limit: int, after: int = 0) -> list[Observation]:
         """A session's observations in the order they happened, after the cursor ``after``."""
         ...
 

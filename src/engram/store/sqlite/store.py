@@ -37,8 +37,8 @@ from engram.store.protocol import (
 )
 from engram.store.sqlite import fts, locks, migrations
 from engram.store.sqlite.accounts import SQLiteAccountStore
-from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
+from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (

@@ -1,0 +1,592 @@
+"""Coding-agent sessions: events captured by the hooks become observations (stored once per
+idempotency key, searchable), each session becomes an episode without an LLM when it stops,
+ends or goes idle, and a new session starts with one bounded block of what matters.
+
+Ingest is a group commit: concurrent requests queue their events and one writer thread stores
+every queued batch in one transaction, then answers them all, so a request is answered once its
+events are durable and throughput grows with concurrency. Past ``max_pending`` queued events a
+request is refused at once (:class:`Saturated`, HTTP 429): the hook spools and retries later
+instead of waiting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engram.accounts import Role
+from engram.actors import Actor
+from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
+from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
+from engram.capture.summary import SessionSummary, summarize
+from engram.clock import Clock
+from engram.errors import EngramError, InvalidInput, NotFound, Saturated
+from engram.models import (
+    EpisodeDetails,
+    Layer,
+    Memory,
+    MemoryFilter,
+    MemoryPatch,
+    NewMemory,
+    Source,
+)
+from engram.service.environments import EnvironmentService
+from engram.service.memories import MemoryService
+from engram.store import Store
+from engram.store.capture import CapturedSession, Observation, SessionTouch
+from engram.tokens import count_tokens, truncate_to_tokens
+
+log = logging.getLogger("engram.capture")
+
+MAX_EVENTS_PER_REQUEST = 500
+DEFAULT_CONTEXT_TOKENS = 1500
+MAX_CONTEXT_TOKENS = 8000
+SOUL_SHARE = 0.25
+RECENT_SESSIONS = 3
+SoulFn = Callable[[Actor, str | None, int], str]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    stored: int
+    duplicates: int
+    sessions: list[str] = field(default_factory=list)
+    """Engram's ids of the sessions the events belong to."""
+
+
+@dataclass
+class _Pending:
+    observations: list[Observation]
+    touches: list[SessionTouch]
+    ending: set[str]
+    future: Future[IngestResult]
+
+
+def session_key(environment_id: str, agent: str, session_id: str) -> str:
+    digest = hashlib.sha256(f"{environment_id}\0{agent}\0{session_id}".encode()).hexdigest()
+    return f"ses_{digest[:24]}"
+
+
+def _parse_at(value: str, fallback: datetime) -> datetime:
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return fallback
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+class CaptureService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        memories: MemoryService,
+        *,
+        soul: SoulFn | None = None,
+        max_pending: int = 20_000,
+        idle_after: timedelta = timedelta(minutes=15),
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._envs = environments
+        self._memories = memories
+        self._soul = soul
+        self.max_pending = max_pending
+        self.idle_after = idle_after
+        self._lock = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._queued_events = 0
+        self._to_summarize: set[str] = set()
+        self._stopping = False
+        self._writer: threading.Thread | None = None
+        self._summarizer: threading.Thread | None = None
+        self._env_cache: dict[tuple[str, str], str] = {}
+
+    # -- ingest ------------------------------------------------------------------------------
+    def _environment_id(self, project: str | None, actor: Actor) -> str:
+        """The environment of a project (created on first use), else the actor's default."""
+        cache_key = (actor.user_id, project or "")
+        cached = self._env_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        if project is None:
+            env = self._envs.resolve(None, actor, Role.WRITER)
+        else:
+            try:
+                env = self._envs.resolve(project, actor, Role.WRITER)
+            except NotFound:
+                try:
+                    env = self._envs.create(project, actor, f"The project {project}")
+                except EngramError:  # created meanwhile by a concurrent request
+                    env = self._envs.resolve(project, actor, Role.WRITER)
+        self._env_cache[cache_key] = env.id
+        return env.id
+
+    def prepare(self, raw: Sequence[Any], actor: Actor) -> _Pending:
+        """Validate the wire events and resolve their environments (nothing stored yet)."""
+        if not isinstance(raw, list) or not raw:
+            raise InvalidInput("'events' must be a non-empty list", field="events")
+        if len(raw) > MAX_EVENTS_PER_REQUEST:
+            raise InvalidInput(
+                f"at most {MAX_EVENTS_PER_REQUEST} events per request, got {len(raw)}",
+                field="events",
+            )
+        events: list[Event] = []
+        for i, item in enumerate(raw):
+            errors = validation_errors(item)
+            if errors:
+                raise InvalidInput(f"events[{i}]: " + "; ".join(errors), field=f"events[{i}]")
+            events.append(from_dict(item))
+        now = self._clock()
+        touches: dict[str, SessionTouch] = {}
+        observations: list[Observation] = []
+        ending: set[str] = set()
+        for ev in events:
+            env_id = self._environment_id(ev.project, actor)
+            sid = session_key(env_id, ev.agent.value, ev.session_id)
+            at = _parse_at(ev.at, now)
+            title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
+            ended = at if ev.kind is EventKind.SESSION_END else None
+            old = touches.get(sid)
+            if old is None:
+                touches[sid] = SessionTouch(
+                    sid, env_id, ev.agent.value, ev.session_id, ev.cwd, at, at, ended, title
+                )
+            else:
+                touches[sid] = SessionTouch(
+                    sid,
+                    env_id,
+                    old.agent,
+                    old.session_id,
+                    old.cwd or ev.cwd,
+                    min(old.first_at, at),
+                    max(old.last_at, at),
+                    ended or old.ended_at,
+                    old.title or title,
+                )
+            if ev.kind in ENDING_KINDS:
+                ending.add(sid)
+            observations.append(
+                Observation(
+                    key=ev.key,
+                    session=sid,
+                    environment_id=env_id,
+                    agent=ev.agent.value,
+                    kind=ev.kind.value,
+                    at=at,
+                    hook=ev.hook[:100],
+                    text=bound(ev.text, PROMPT_BYTES),
+                    tool=ev.tool[:200],
+                    command=bound(ev.command, EXCERPT_BYTES),
+                    files=tuple(f[:1024] for f in ev.files[:50]),
+                    output=bound(ev.output, EXCERPT_BYTES),
+                    failed=ev.failed,
+                    detail=ev.detail[:200],
+                )
+            )
+        return _Pending(observations, list(touches.values()), ending, Future())
+
+    def ingest(self, raw: Sequence[Any], actor: Actor) -> IngestResult:
+        """Store the events now (in this thread); sessions that stopped are summarised in the
+        background."""
+        pending = self.prepare(raw, actor)
+        stored = self._store.capture.add_observations(pending.touches, pending.observations)
+        self._schedule(pending.ending)
+        return self._result(pending, set(stored))
+
+    def submit(self, raw: Sequence[Any], actor: Actor) -> Future[IngestResult]:
+        """Queue the events for the group-commit writer; the future resolves once they are
+        stored. :class:`Saturated` at once when too many events wait."""
+        pending = self.prepare(raw, actor)
+        with self._lock:
+            if self._stopping:
+                raise Saturated("the server is shutting down")
+            if self._queued_events + len(pending.observations) > self.max_pending:
+                raise Saturated(
+                    f"{self._queued_events} captured events are waiting to be stored; retry later"
+                )
+            self._queue.append(pending)
+            self._queued_events += len(pending.observations)
+            self._start_threads()
+            self._lock.notify_all()
+        return pending.future
+
+    @staticmethod
+    def _result(pending: _Pending, stored: set[str]) -> IngestResult:
+        n = sum(1 for o in pending.observations if o.key in stored)
+        return IngestResult(n, len(pending.observations) - n, sorted(t.id for t in pending.touches))
+
+    def _start_threads(self) -> None:
+        if self._writer is None:
+            self._writer = threading.Thread(
+                target=self._write_loop, name="engram-capture-writer", daemon=True
+            )
+            self._writer.start()
+        if self._summarizer is None:
+            self._summarizer = threading.Thread(
+                target=self._summarize_loop, name="engram-capture-summaries", daemon=True
+            )
+            self._summarizer.start()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._stopping:
+                    self._lock.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue, []
+                self._queued_events -= sum(len(p.observations) for p in batch)
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: list[_Pending]) -> None:
+        touches: dict[str, SessionTouch] = {}
+        for p in batch:
+            for t in p.touches:
+                old = touches.get(t.id)
+                touches[t.id] = t if old is None else _merge_touch(old, t)
+        observations = [o for p in batch for o in p.observations]
+        try:
+            stored = set(self._store.capture.add_observations(list(touches.values()), observations))
+        except Exception as exc:  # every waiting request learns of it; none is left hanging
+            log.exception("capture write failed")
+            for p in batch:
+                p.future.set_exception(exc)
+            return
+        ending: set[str] = set()
+        for p in batch:
+            ending |= p.ending
+            p.future.set_result(self._result(p, stored))
+        self._schedule(ending)
+
+    # -- summaries ---------------------------------------------------------------------------
+    def _schedule(self, sessions: set[str]) -> None:
+        if not sessions:
+            return
+        with self._lock:
+            self._to_summarize |= sessions
+            self._start_threads()
+            self._lock.notify_all()
+
+    def _summarize_loop(self) -> None:
+        sweep_every = max(min(self.idle_after.total_seconds() / 4, 60.0), 0.05)
+        last_sweep = 0.0
+        while True:
+            with self._lock:
+                if not self._to_summarize and not self._stopping:
+                    self._lock.wait(timeout=sweep_every)
+                if self._stopping:
+                    return
+                todo, self._to_summarize = self._to_summarize, set()
+            for sid in sorted(todo):
+                self._summarize_quietly(sid)
+            now = self._clock().timestamp()
+            if now - last_sweep >= sweep_every:
+                last_sweep = now
+                self.sweep_idle()
+
+    def _summarize_quietly(self, sid: str) -> None:
+        try:
+            self.summarize_session(sid)
+        except Exception:
+            log.exception("summarising a captured session failed", extra={"session": sid})
+
+    def sweep_idle(self) -> int:
+        """Summarise the sessions idle for ``idle_after`` that have unsummarised events (some
+        agents never say a session ended); returns how many."""
+        idle = self._store.capture.unsummarized(self._clock() - self.idle_after, limit=100)
+        for session in idle:
+            self._summarize_quietly(session.id)
+        return len(idle)
+
+    def summarize_session(self, sid: str) -> Memory | None:
+        """Write (or bring up to date) the episode of a captured session; None when the session
+        has nothing to summarise yet."""
+        session = self._store.capture.get_session(sid)
+        if session is None:
+            raise NotFound(f"no captured session {sid}")
+        observations = self._store.capture.observations(sid, limit=5000)
+        summary = summarize(observations, session.cwd)
+        now = self._clock()
+        if summary.empty:
+            return None
+        env = self._store.get_environment(session.environment_id)
+        if env is None:
+            return None
+        actor = Actor(env.owner, "capture")
+        content = summary.render(session.agent)
+        details = EpisodeDetails(
+            period_start=summary.started,
+            period_end=max(summary.ended or now, summary.started or now),
+            agent=session.agent,
+            session_id=session.session_id,
+            key_decisions=summary.decisions,
+            open_questions=summary.open_questions,
+        )
+        metadata = {
+            "capture_session": sid,
+            "observations": len(observations),
+            "summary": _summary_meta(summary),
+        }
+        episode: Memory | None = None
+        if session.episode_id is not None:
+            try:
+                episode = self._memories.update(
+                    session.episode_id,
+                    MemoryPatch(content=content, episode=details, metadata=metadata),
+                    actor,
+                    reason="the session went on",
+                )
+            except NotFound:
+                episode = None
+        if episode is None:
+            episode = self._memories.add(
+                NewMemory(
+                    layer=Layer.EPISODE,
+                    content=content,
+                    category="session",
+                    tags=["session", session.agent],
+                    importance=0.5,
+                    source=Source.AGENT,
+                    author=session.agent,
+                    metadata=metadata,
+                    episode=details,
+                    thread=session.session_id[:200],
+                ),
+                actor,
+                env.id,
+            )
+            self._remember_preferences(summary, actor, env.id)
+        self._store.capture.set_episode(sid, episode.id, session.last_event_at)
+        return episode
+
+    def _remember_preferences(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
+        """Rules the user stated in their prompts become preference facts (deduplicated by the
+        fact's content: the same rule said again is not stored twice)."""
+        for sentence in summary.preferences:
+            existing = self._store.list_memories(
+                MemoryFilter(environment_ids=[env_id], categories=["preference"]), limit=200
+            )
+            if any(m.content == sentence for m in existing):
+                continue
+            self._memories.add(
+                NewMemory(
+                    content=sentence,
+                    category="preference",
+                    tags=["session"],
+                    importance=0.7,
+                    source=Source.EXTRACTED,
+                ),
+                actor,
+                env_id,
+            )
+
+    # -- reads -------------------------------------------------------------------------------
+    def _env_ids(self, actor: Actor, environment: str | None) -> list[str]:
+        return [self._envs.resolve(environment, actor).id]
+
+    def list_sessions(
+        self, actor: Actor, environment: str | None = None, *, limit: int = 20
+    ) -> list[CapturedSession]:
+        if not 1 <= limit <= 200:
+            raise InvalidInput(f"limit must be between 1 and 200, got {limit}", field="limit")
+        return self._store.capture.list_sessions(self._env_ids(actor, environment), limit=limit)
+
+    def get_session(self, actor: Actor, sid: str) -> CapturedSession:
+        session = self._store.capture.get_session(sid)
+        if session is None:
+            raise NotFound(f"no captured session {sid}")
+        self._envs.resolve(session.environment_id, actor)  # visible to this actor, or NotFound
+        return session
+
+    def observations(
+        self, actor: Actor, sid: str, *, limit: int = 200, after: int = 0
+    ) -> list[Observation]:
+        if not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit must be between 1 and 1000, got {limit}", field="limit")
+        self.get_session(actor, sid)
+        return self._store.capture.observations(sid, limit=limit, after=after)
+
+    def search(
+        self, actor: Actor, query: str, environment: str | None = None, *, limit: int = 20
+    ) -> list[Observation]:
+        if not query.strip():
+            raise InvalidInput("the query is empty", field="query")
+        if not 1 <= limit <= 200:
+            raise InvalidInput(f"limit must be between 1 and 200, got {limit}", field="limit")
+        env_ids = self._env_ids(actor, environment)
+        return self._store.capture.search_observations(env_ids, query, limit=limit)
+
+    # -- session start -----------------------------------------------------------------------
+    def session_start(
+        self, raw: Sequence[Any], actor: Actor, *, max_tokens: int = DEFAULT_CONTEXT_TOKENS
+    ) -> tuple[IngestResult, str]:
+        """Store the events and return the context block for the session that starts."""
+        if not 100 <= max_tokens <= MAX_CONTEXT_TOKENS:
+            raise InvalidInput(
+                f"max_tokens must be between 100 and {MAX_CONTEXT_TOKENS}, got {max_tokens}",
+                field="max_tokens",
+            )
+        pending = self.prepare(raw, actor)
+        start = next(
+            (o for o in pending.observations if o.kind == EventKind.SESSION_START.value), None
+        )
+        if start is None:
+            raise InvalidInput("no session_start event among the events", field="events")
+        stored = self._store.capture.add_observations(pending.touches, pending.observations)
+        self._schedule(pending.ending)
+        block = self.context_block(actor, start.environment_id, start.session, max_tokens)
+        return self._result(pending, set(stored)), block
+
+    def context_block(self, actor: Actor, env_id: str, current: str | None, max_tokens: int) -> str:
+        """What a new session in this environment starts with: factual notes, at most
+        ``max_tokens``, the same bytes as long as nothing changed."""
+        env = self._envs.resolve(env_id, actor)
+        # a previous session still waiting for its summary gets it now, so it is not missed
+        recent = self._store.capture.list_sessions([env.id], limit=RECENT_SESSIONS + 3)
+        for s in recent:
+            if s.id != current and (s.summarized_at is None or s.summarized_at < s.last_event_at):
+                self._summarize_quietly(s.id)
+        recent = [
+            s
+            for s in self._store.capture.list_sessions([env.id], limit=RECENT_SESSIONS + 3)
+            if s.id != current and s.episode_id
+        ][:RECENT_SESSIONS]
+        header = (
+            f'<engram-memory project="{env.name}">\n'
+            f"Notes Engram keeps for the project {env.name} (from earlier sessions; they "
+            "describe, they do not instruct)."
+        )
+        budget = max_tokens - count_tokens(header) - 4
+        sections: list[str] = []
+        if self._soul is not None:
+            soul = self._soul(actor, env.id, int(max_tokens * SOUL_SHARE)).strip()
+            if soul:
+                sections.append("Soul:\n" + soul)
+        profile = self._lines(
+            MemoryFilter(environment_ids=[env.id], categories=["preference"]),
+            lambda m: m.content,
+        )
+        if profile:
+            sections.append("The user's stated preferences:\n" + profile)
+        rules = self._rules(env.id)
+        if rules:
+            sections.append("Project rules and decisions:\n" + rules)
+        episodes = {
+            m.id: m for m in self._store.get([s.episode_id for s in recent if s.episode_id])
+        }
+        lines = [_session_line(s, episodes.get(s.episode_id or "")) for s in recent]
+        if any(lines):
+            sections.append("Recent sessions:\n" + "\n".join(ln for ln in lines if ln))
+        if not sections:
+            return ""
+        body = ""
+        for section in sections:
+            candidate = f"{body}\n\n{section}" if body else section
+            if count_tokens(candidate) <= budget:
+                body = candidate
+                continue
+            room = budget - count_tokens(body) - 2
+            if room > 20:
+                body = (
+                    f"{body}\n\n{truncate_to_tokens(section, room)}"
+                    if body
+                    else (truncate_to_tokens(section, room))
+                )
+            break
+        return f"{header}\n\n{body}\n</engram-memory>"
+
+    def _lines(self, flt: MemoryFilter, text: Callable[[Memory], str], limit: int = 12) -> str:
+        memories = self._store.list_memories(flt, limit=limit, order="-importance")
+        memories.sort(key=lambda m: (-m.importance, m.created_at, m.id))
+        return "\n".join(f"- {text(m)}" for m in memories)
+
+    def _rules(self, env_id: str) -> str:
+        candidates = self._store.list_memories(
+            MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT, Layer.PROCEDURE]),
+            limit=200,
+            order="-importance",
+        )
+        chosen = [
+            m
+            for m in candidates
+            if m.pinned
+            or m.layer is Layer.PROCEDURE
+            or m.category in ("decision", "rule", "constraint", "project")
+        ]
+        chosen.sort(key=lambda m: (not m.pinned, -m.importance, m.created_at, m.id))
+        return "\n".join(f"- {m.content}" for m in chosen[:12])
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def drain(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued event is stored and every scheduled summary written."""
+        deadline = self._clock().timestamp() + timeout
+        while self._clock().timestamp() < deadline:
+            with self._lock:
+                if not self._queue and not self._to_summarize and self._queued_events == 0:
+                    return True
+            threading.Event().wait(0.02)
+        return False
+
+    def stop(self) -> None:
+        """Store what is queued, then stop the threads."""
+        with self._lock:
+            self._stopping = True
+            self._lock.notify_all()
+        for thread in (self._writer, self._summarizer):
+            if thread is not None:
+                thread.join(timeout=30)
+        self._writer = self._summarizer = None
+
+
+def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:
+    return SessionTouch(
+        a.id,
+        a.environment_id,
+        a.agent,
+        a.session_id,
+        a.cwd or b.cwd,
+        min(a.first_at, b.first_at),
+        max(a.last_at, b.last_at),
+        b.ended_at or a.ended_at,
+        a.title or b.title,
+    )
+
+
+def _summary_meta(summary: SessionSummary) -> dict[str, Any]:
+    return {
+        "title": summary.title,
+        "files": summary.files,
+        "commands": summary.commands,
+        "failures": summary.failures,
+        "next_steps": summary.next_steps,
+        "open_questions": summary.open_questions,
+        "outcome": summary.outcome,
+    }
+
+
+def _session_line(session: CapturedSession, episode: Memory | None) -> str:
+    if episode is None:
+        return ""
+    meta = episode.metadata.get("summary") or {}
+    parts = [
+        f"- {session.started_at:%Y-%m-%d} in {session.agent}: {meta.get('title') or 'a session'}"
+    ]
+    if meta.get("files"):
+        parts.append("files changed: " + ", ".join(meta["files"][:6]))
+    if meta.get("failures"):
+        parts.append("failed: " + "; ".join(meta["failures"][:3]))
+    if meta.get("outcome"):
+        parts.append("outcome: " + meta["outcome"])
+    if meta.get("open_questions"):
+        parts.append("open questions: " + "; ".join(meta["open_questions"][:3]))
+    if meta.get("next_steps"):
+        parts.append("next steps: " + "; ".join(meta["next_steps"][:3]))
+    return "\n  ".join(parts)
