@@ -30,7 +30,7 @@ entry of the write gets the same counts under ``details.redactions`` (counts, ne
 
 from typing import TYPE_CHECKING, Any
 
-from engram.scrub.scrubber import PRIVATE, Redactions, Scrubber, ScrubConfig, marker
+from engram.scrub.scrubber import PRIVATE, Redactions, ScrubConfig, Scrubber, marker
 
 if TYPE_CHECKING:
     from engram.scrub.values import scrub_value
