@@ -15,6 +15,7 @@ from engram.cli import (
     audit,
     env,
     extract,
+    hooks,
     keys,
     maintain,
     mcp,
@@ -105,6 +106,7 @@ serve.register(app)
 mcp.register(app)
 migrate_store.register(app)
 app.add_typer(soul.app, name="soul")
+hooks.register(app)
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
 

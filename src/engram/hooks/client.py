@@ -111,6 +111,23 @@ def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> 
     return render_output(agent, raw.hook, context if isinstance(context, str) else "")
 
 
+def flush(env: Mapping[str, str]) -> tuple[int, int]:
+    """Deliver the spool in batches; returns (delivered, left)."""
+    spool = Spool(hooks_dir(env) / "spool")
+    sent = 0
+    while True:
+        batch = spool.take()
+        if not batch:
+            return sent, 0
+        try:
+            post(env, "/api/v1/capture/events", {"events": [e for _, e in batch]}, 10.0)
+        except ServerUnavailable as exc:
+            log(env, f"flush: {exc}")
+            return sent, spool.count()
+        spool.delivered([p for p, _ in batch])
+        sent += len(batch)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     env = os.environ
