@@ -82,6 +82,12 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTIL
 _EXIT_TEXT = re.compile(r"(?:exit(?:ed with)? code|Exit code:?|exit status)\s*(-?\d+)", re.I)
 
 
+_STOP_HOOKS = {"Stop", "AfterAgent", "session.idle", "stop", "afterAgentResponse"}
+_COMPACT_HOOKS = {"PreCompact", "PostCompact", "PreCompress", "session.compacted", "preCompact"}
+# the fields of a tool result that hold what it printed, in the order they are kept
+_OUTPUT_FIELDS = ("stdout", "stderr", "output", "llmContent", "content", "error", "result")
+
+
 @dataclass(frozen=True)
 class Raw:
     """What an adapter read from one payload, before privacy filters."""
@@ -103,6 +109,18 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _output_text(output: Any) -> str:
+    """What a tool printed: its output fields when it has them, else its JSON."""
+    if isinstance(output, dict):
+        parts = [_text(output[k]) for k in _OUTPUT_FIELDS if output.get(k)]
+        metadata = output.get("metadata")
+        if not parts and isinstance(metadata, dict):
+            return _output_text(metadata)
+        if parts:
+            return "\n".join(parts)
+    return _text(output)
 
 
 def _command(tool_input: Any) -> str:
@@ -163,14 +181,14 @@ def _claude_like(payload: Mapping[str, Any]) -> Raw:
     failed = hook in ("PostToolUseFailure", "postToolUseFailure")
     if failed and output is None:
         output = payload.get("error")
-    text = (
-        payload.get("prompt")
-        or payload.get("last_assistant_message")
-        or payload.get("prompt_response")
-        or payload.get("compact_summary")
-        or payload.get("custom_instructions")
-        or ""
+    kind_text = (
+        ("last_assistant_message", "prompt_response", "text")
+        if hook in _STOP_HOOKS
+        else ("compact_summary", "custom_instructions", "summary")
+        if hook in _COMPACT_HOOKS
+        else ("prompt",)
     )
+    text = next((payload[k] for k in kind_text if payload.get(k)), "")
     return Raw(
         hook=hook,
         session_id=str(payload.get("session_id") or ""),
@@ -233,7 +251,7 @@ def to_event(agent: Agent, raw: Raw, *, at: str, key: str, cwd: str, project: st
     files = _files(raw.tool, raw.tool_input)
     excerpt = ""
     if kind is EventKind.TOOL_RESULT:
-        excerpt = _text(raw.tool_output)
+        excerpt = _output_text(raw.tool_output)
     elif kind is EventKind.TOOL_USE and not command:
         excerpt = _text(raw.tool_input)
     return Event(

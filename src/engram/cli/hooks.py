@@ -93,25 +93,27 @@ def uninstall_cmd(agent: Annotated[list[AgentChoice] | None, AgentOption] = None
 
 
 @app.command("status")
-def status_cmd(agent: Annotated[list[AgentChoice] | None, AgentOption] = None) -> None:
+def status_cmd(
+    ctx: typer.Context, agent: Annotated[list[AgentChoice] | None, AgentOption] = None
+) -> None:
     """Which agents' events are wired to Engram, how many events wait in the spool, and where
     the spool and the hook log are."""
     for a in _chosen(agent) if agent else list(Agent):
         st = installer.status(a, os.environ)
         wired = ", ".join(st.installed) if st.installed else "not installed"
         typer.echo(f"{a.value}: {wired} ({st.path})")
-    directory = hooks_dir(os.environ)
+    directory = hooks_dir({"ENGRAM_HOME": str(state(ctx).settings.home)})
     typer.echo(f"spool: {Spool(directory / 'spool').count()} events in {directory / 'spool'}")
     typer.echo(f"log: {directory / 'hook.log'}")
 
 
 @app.command("flush")
-def flush_cmd() -> None:
+def flush_cmd(ctx: typer.Context) -> None:
     """Deliver the spooled events to the server now (they are also sent with the next event
     any hook captures)."""
     from engram.hooks.client import flush
 
-    sent, left = flush(os.environ)
+    sent, left = flush({**os.environ, "ENGRAM_HOME": str(state(ctx).settings.home)})
     typer.echo(f"delivered {sent} spooled events; {left} left")
     if left:
         raise typer.Exit(1)

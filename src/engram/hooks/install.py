@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.capture.events import Agent
+from engram.errors import InvalidInput
 
 MARK = "engram-hook"
 CLAUDE_EVENTS = (
@@ -51,7 +52,7 @@ CURSOR_EVENTS = (
 _TOOL_EVENTS = {"PostToolUse", "PostToolUseFailure", "AfterTool"}
 
 
-class InstallError(ValueError):
+class InstallError(InvalidInput):
     """A configuration file cannot be read or changed; the message names it."""
 
 
