@@ -104,6 +104,7 @@ class CaptureService:
         self._queue: list[_Pending] = []
         self._queued_events = 0
         self._to_summarize: set[str] = set()
+        self._summarizing = 0
         self._stopping = False
         self._writer: threading.Thread | None = None
         self._summarizer: threading.Thread | None = None
@@ -243,8 +244,11 @@ class CaptureService:
                 if not self._queue:
                     return
                 batch, self._queue = self._queue, []
-                self._queued_events -= sum(len(p.observations) for p in batch)
-            self._write_batch(batch)
+            try:
+                self._write_batch(batch)
+            finally:
+                with self._lock:
+                    self._queued_events -= sum(len(p.observations) for p in batch)
 
     def _write_batch(self, batch: list[_Pending]) -> None:
         touches: dict[str, SessionTouch] = {}
@@ -285,8 +289,11 @@ class CaptureService:
                 if self._stopping:
                     return
                 todo, self._to_summarize = self._to_summarize, set()
+                self._summarizing = len(todo)
             for sid in sorted(todo):
                 self._summarize_quietly(sid)
+            with self._lock:
+                self._summarizing = 0
             now = self._clock().timestamp()
             if now - last_sweep >= sweep_every:
                 last_sweep = now
@@ -530,7 +537,8 @@ class CaptureService:
         deadline = self._clock().timestamp() + timeout
         while self._clock().timestamp() < deadline:
             with self._lock:
-                if not self._queue and not self._to_summarize and self._queued_events == 0:
+                idle = not (self._queue or self._to_summarize or self._summarizing)
+                if idle and self._queued_events == 0:
                     return True
             threading.Event().wait(0.02)
         return False
