@@ -152,3 +152,28 @@ def test_deleting_the_environment_removes_its_sessions(engram: Engram, clock: Fa
     assert engram.store.capture.count_observations([env.id]) == 0
     assert engram.store.capture.list_sessions([env.id], limit=10) == []
     assert engram.store.capture.unsummarized(clock() + timedelta(days=1), limit=10) == []
+
+
+@pytest.mark.anyio
+async def test_mcp_tools_list_read_and_search_sessions(engram: Engram, clock: FakeClock) -> None:
+    from mcp import Client
+
+    from engram.mcp import Binding, build_server
+
+    sid = _session(engram, clock, "s-1", "Fix the login bug")
+    async with Client(build_server(Binding(engram, LOCAL, "webapp")), mode="auto") as c:  # type: ignore[arg-type]
+        listed = await c.call_tool("list_sessions", {})
+        observed = await c.call_tool("get_session_observations", {"session": sid})
+        found = await c.call_tool("search_observations", {"query": "fixture"})
+        missing = await c.call_tool("get_session_observations", {"session": "ses_nope"})
+    sessions = listed.structured_content["sessions"]  # type: ignore[index]
+    assert [s["id"] for s in sessions] == [sid] and sessions[0]["title"] == "Fix the login bug"
+    kinds = [o["kind"] for o in observed.structured_content["observations"]]  # type: ignore[index]
+    assert kinds == ["session_start", "prompt", "tool_result", "stop"]
+    assert [o["kind"] for o in found.structured_content["observations"]] == ["stop"]  # type: ignore[index]
+    assert missing.is_error and "not_found: no captured session ses_nope" in str(missing.content)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

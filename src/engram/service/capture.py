@@ -297,7 +297,10 @@ class CaptureService:
             now = self._clock().timestamp()
             if now - last_sweep >= sweep_every:
                 last_sweep = now
-                self.sweep_idle()
+                try:
+                    self.sweep_idle()
+                except EngramError as exc:  # e.g. the store closed under a forgotten service
+                    log.warning("idle sweep failed: %s", exc.message)
 
     def _summarize_quietly(self, sid: str) -> None:
         try:
