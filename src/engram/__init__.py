@@ -13,9 +13,11 @@ hook client, ``engram.hooks``) does not load the service stack.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing itself is not imported: the hook client starts faster
 if TYPE_CHECKING:
+    from typing import Any
+
     from engram.actors import LOCAL, Actor
     from engram.config import Settings
     from engram.errors import (

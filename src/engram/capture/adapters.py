@@ -12,11 +12,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES
 from engram.capture.events import Agent, Event, EventKind
 from engram.capture.privacy import clean, strip_scaffolding
+
+TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
+if TYPE_CHECKING:
+    from typing import Any
 
 _CLAUDE = {
     "SessionStart": EventKind.SESSION_START,

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class EventKind(StrEnum):

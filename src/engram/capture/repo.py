@@ -13,7 +13,6 @@ With ``ENGRAM_CAPTURE=opt-in`` only repositories that set ``enabled = true`` are
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -89,6 +88,8 @@ def find_rules(cwd: Path) -> RepoRules:
 
 
 def load_rules(path: Path) -> RepoRules:
+    import tomllib  # only when a repository has the file
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

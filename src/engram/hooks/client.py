@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -84,7 +83,7 @@ def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> 
     if not rules.captures(mode):
         return empty
     project = env.get("ENGRAM_ENV") or project_environment(cwd)
-    key = f"{agent.value}-{uuid.uuid4().hex}"
+    key = f"{agent.value}-{os.urandom(16).hex()}"
     event = to_event(agent, raw, at=_now(payload), key=key, cwd=str(cwd), project=project)
     if rules.ignores(event):
         return empty

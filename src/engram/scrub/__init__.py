@@ -28,17 +28,18 @@ value returned never see a secret and the result reports ``redactions`` (kind â†
 entry of the write gets the same counts under ``details.redactions`` (counts, never secrets).
 """
 
-from typing import TYPE_CHECKING, Any
+from engram.scrub.scrubber import PRIVATE, Redactions, Scrubber, ScrubConfig, marker
 
-from engram.scrub.scrubber import PRIVATE, Redactions, ScrubConfig, Scrubber, marker
-
+TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
 if TYPE_CHECKING:
+    from typing import Any
+
     from engram.scrub.values import scrub_value
 
 __all__ = ["PRIVATE", "Redactions", "ScrubConfig", "Scrubber", "marker", "scrub_value"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     # scrub_value walks pydantic models: imported on first use, so the hook client (standard
     # library only) can use the Scrubber without loading pydantic
     if name == "scrub_value":
