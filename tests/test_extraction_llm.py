@@ -22,7 +22,7 @@ from engram.models import Layer
 from engram.service.extraction import ConversationInput
 from engram.service.providers import open_providers
 from engram.store.sqlite import SQLiteStore
-from tests.sql import query
+from tests.sql import backend, query
 
 API_KEY = "sk-test-5f8e2d1c9b7a4e3f"
 
@@ -200,8 +200,9 @@ def test_api_key_is_encrypted_at_rest_and_never_logged(
     rows = query(engram.store, "SELECT * FROM llm_providers")
     assert rows and API_KEY.encode() not in repr(rows).encode()
     engram.close()  # checkpoint the WAL into the main file
-    if isinstance(engram.store, SQLiteStore):
-        db = engram.store.path
+    raw = backend(engram.store)
+    if isinstance(raw, SQLiteStore):
+        db = raw.path
         for path in (db, Path(f"{db}-wal")):
             if path.exists():
                 assert API_KEY.encode() not in path.read_bytes()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
@@ -21,7 +21,7 @@ class Settings:
     database_url: str
     model_cache: Path
     embedder: str = "default"
-    scrub: ScrubConfig = ScrubConfig()
+    scrub: ScrubConfig = field(default_factory=ScrubConfig)
     """Extra secret patterns and the allowlist, from ``<home>/scrub.toml``."""
 
     @property

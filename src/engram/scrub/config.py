@@ -1,12 +1,12 @@
 """Reading a site's scrub settings from ``<home>/scrub.toml`` (at entry points only)::
 
-    # strings, or regexes found in a match, that must survive
-    allow = ["AKIAIOSFODNN7EXAMPLE"]
-    allow_regex = ["^sk-test-"]
+# strings, or regexes found in a match, that must survive
+allow = ["AKIAIOSFODNN7EXAMPLE"]
+allow_regex = ["^sk-test-"]
 
-    # extra kinds of secret: name = regex (a group named 'secret' limits what is replaced)
-    [patterns]
-    internal_token = "itk_[A-Za-z0-9]{20,}"
+# extra kinds of secret: name = regex (a group named 'secret' limits what is replaced)
+[patterns]
+internal_token = "itk_[A-Za-z0-9]{20,}"
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import InvalidInput
-from engram.scrub.scrubber import ScrubConfig, Scrubber
+from engram.scrub.scrubber import Scrubber, ScrubConfig
 
 FILE = "scrub.toml"
 
@@ -38,7 +38,7 @@ def load_scrub_config(home: Path) -> ScrubConfig:
         )
     patterns = data.get("patterns", {})
     if not isinstance(patterns, dict):
-        raise InvalidInput(f"{path}: [patterns] must be a table of name = \"regex\"")
+        raise InvalidInput(f'{path}: [patterns] must be a table of name = "regex"')
     config = ScrubConfig(
         extra=tuple((name, _text(path, f"patterns.{name}", v)) for name, v in patterns.items()),
         allow=_texts(path, "allow", data.get("allow", [])),

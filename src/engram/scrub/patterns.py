@@ -68,7 +68,10 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern.compile(
         "auth_header",
-        r"(?<![A-Za-z0-9_-])(?:" + _HEADERS + r")[\"']?[ \t]*+[:=][ \t]*+[\"']?" + _NOT_MARKER
+        r"(?<![A-Za-z0-9_-])(?:"
+        + _HEADERS
+        + r")[\"']?[ \t]*+[:=][ \t]*+[\"']?"
+        + _NOT_MARKER
         # an optional scheme word (Bearer, Basic, token...) and a credential of 8+ characters
         + r"(?P<secret>(?:[A-Za-z]{2,20}[ \t]++)?[^\s\"',;]{8,1024})",
         re.IGNORECASE,
@@ -82,7 +85,9 @@ BUILTIN: tuple[Pattern, ...] = (
     ),
     Pattern.compile(
         "bearer_token",
-        r"(?<![A-Za-z0-9_-])[Bb]earer[ \t]++" + _NOT_MARKER + r"(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*+)",
+        r"(?<![A-Za-z0-9_-])[Bb]earer[ \t]++"
+        + _NOT_MARKER
+        + r"(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*+)",
     ),
     Pattern.compile("github_token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+"),
     Pattern.compile("github_token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}+"),

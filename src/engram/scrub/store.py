@@ -142,7 +142,9 @@ class ScrubbingStore(_Audited):
             reason = self.scrubber.scrub(c.version.reason)[0]
             version = c.version.model_copy(update={"snapshot": snapshot, "reason": reason})
             if memory.redactions:
-                found[memory.id] = found.get(memory.id, Redactions()) + Redactions(memory.redactions)
+                found[memory.id] = found.get(memory.id, Redactions()) + Redactions(
+                    memory.redactions
+                )
             clean.append(Change(memory, version))
         entries = [
             with_redactions(e, Redactions.merge(found[t] for t in e.targets if t in found))
@@ -245,7 +247,9 @@ class _Accounts(_Audited):
         super().__init__(scrubber)
         self._inner = inner
 
-    def create_user(self, user: User, password_hash: str | None, audit: Sequence[AuditEntry] = ()) -> None:
+    def create_user(
+        self, user: User, password_hash: str | None, audit: Sequence[AuditEntry] = ()
+    ) -> None:
         self._inner.create_user(user, password_hash, self._entries(audit))
 
     def get_user(self, user_id: str) -> User | None:

@@ -75,7 +75,9 @@ class Engram:
             store, clock, self.environments, self.memories, soul=self._soul_text
         )
         # learning from conversations; stores through self.lifecycle when there is one
-        self.extraction = ExtractionService(self, conversation_store_for(store), clock)
+        self.extraction = ExtractionService(
+            self, conversation_store_for(store), clock, scrubber=self.scrubber
+        )
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:

@@ -33,7 +33,7 @@ from engram.extraction.proposals import Extraction, Proposal
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
 from engram.models import Layer
-from engram.scrub import scrub_value
+from engram.scrub import Scrubber, scrub_value
 from engram.store.conversations import ConversationStore
 
 if TYPE_CHECKING:
@@ -111,8 +111,10 @@ class ExtractionService:
         *,
         extractor: Extractor | None = None,
         config: ExtractionConfig | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self._engram = engram
+        self._scrubber = scrubber or Scrubber()
         self.conversations = conversations
         self._clock = clock
         self.extractor: Extractor = extractor or RuleExtractor()
@@ -204,7 +206,7 @@ class ExtractionService:
         if not data.messages:
             raise InvalidInput("a conversation to extract from needs at least one message")
         # scrubbed first: the extractor (maybe a remote LLM) never reads a secret
-        data, found = scrub_value(self._engram.scrubber, data)
+        data, found = scrub_value(self._scrubber, data)
         redactions = {"redactions": found.as_dict()}
         if dry_run:
             conv = self._transient(data, actor, environment)
@@ -246,7 +248,7 @@ class ExtractionService:
         assistant messages have arrived since the last extraction, extract from the new
         messages with the last ``config.window`` messages as context."""
         (new, messages), found = scrub_value(
-            self._engram.scrubber,
+            self._scrubber,
             (NewConversation(id=conversation_id, source=source, title=title), list(messages)),
         )
         redactions = {"redactions": found.as_dict()}

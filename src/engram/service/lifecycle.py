@@ -149,9 +149,7 @@ class LifecycleService:
         env = self._envs.resolve(environment, actor, Role.WRITER)
         if new.layer is not Layer.FACT:
             stored = self._memories.add(new, actor, env.id)
-            return WriteOutcome(
-                action=Outcome.CREATED, memory=stored, redactions=stored.redactions
-            )
+            return WriteOutcome(action=Outcome.CREATED, memory=stored, redactions=stored.redactions)
         # scrubbed before anything reads it: dedup, the embedding, the stored memory
         new, found = scrub_value(self._memories.scrubber, new)
         redactions = found.as_dict()

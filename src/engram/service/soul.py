@@ -22,6 +22,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
 from engram.ids import new_id
+from engram.scrub import Scrubber
 from engram.service.environments import EnvironmentService, require_scope
 from engram.soul.blocks import (
     BUILTIN,
@@ -51,7 +52,6 @@ from engram.soul.model import (
 )
 from engram.soul.presets import PRESETS, Preset, get_preset
 from engram.soul.render import render
-from engram.scrub import Scrubber
 from engram.store import Store
 
 DEFAULT_SOUL_TOKENS = 2_000
