@@ -229,6 +229,7 @@ def test_the_summary_reads_what_happened_without_an_llm() -> None:
 
 def test_the_hook_client_does_not_load_the_service_stack() -> None:
     heavy = {"pydantic", "fastapi", "numpy", "httpx", "typer", "starlette", "tiktoken", "email"}
+    heavy |= {"typing", "uuid", "tomllib"}  # each costs the hook milliseconds at start-up
     code = (
         "import sys, engram.hooks.client; "
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(heavy)!r})))"

@@ -9,9 +9,11 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any
-
 from engram.hooks.paths import private_dir
+
+TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BATCH = 200
 """Spooled events sent along with one live event."""
