@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
+
 from engram.hooks.paths import private_dir
 
 TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
