@@ -9,35 +9,18 @@ git top-level directory's name, created on first use), else the default.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from engram.actors import LOCAL_USER, Actor
+from engram.capture.project import project_environment, project_root
 from engram.errors import NotFound
 from engram.mcp.binding import INTERFACE, Binding
 from engram.mcp.server import build_server
 from engram.service import Engram
 
 log = logging.getLogger("engram.mcp")
-
-
-def project_root(cwd: Path) -> Path | None:
-    """The nearest directory at or above ``cwd`` holding ``.git`` (a directory or a file)."""
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
-
-
-def project_environment(cwd: Path) -> str | None:
-    """An environment name for the project around ``cwd``: its directory name, made valid."""
-    root = project_root(cwd)
-    if root is None:
-        return None
-    name = re.sub(r"[^a-z0-9_.-]+", "-", root.name.lower()).strip("-._")[:64]
-    return name or None
 
 
 def actor_from(engram: Engram, env: Mapping[str, str]) -> Actor:

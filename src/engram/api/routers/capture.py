@@ -7,6 +7,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, status
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.api.deps import ActorDep, EngramDep
@@ -61,7 +62,9 @@ class SessionStartOut(Accepted):
     summary="Store captured events (answered once they are durable; 429 when saturated)",
 )
 async def post_events(body: EventsIn, engram: EngramDep, actor: ActorDep) -> Accepted:
-    result = await asyncio.wrap_future(engram.capture.submit(body.events, actor))
+    # validation and environment lookups off the event loop; then wait for the group commit
+    future = await run_in_threadpool(engram.capture.submit, body.events, actor)
+    result = await asyncio.wrap_future(future)
     return Accepted(stored=result.stored, duplicates=result.duplicates)
 
 
