@@ -177,3 +177,38 @@ async def test_mcp_tools_list_read_and_search_sessions(engram: Engram, clock: Fa
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_per_prompt_recall_adds_only_what_the_session_has_not_seen(
+    engram: Engram, clock: FakeClock
+) -> None:
+    engram.environments.create("webapp", LOCAL)
+    fact = engram.memories.add(
+        NewMemory(content="The staging database is PostgreSQL 16 on db-staging"), LOCAL, "webapp"
+    )
+    engram.memories.add(
+        NewMemory(content="The staging database is never reset by hand", category="rule"),
+        LOCAL,
+        "webapp",
+    )
+    engram.memories.add(NewMemory(content="Lunch is at noon"), LOCAL, "webapp")
+    _, start = engram.capture.session_start([ev("session_start", clock, "p")], LOCAL)
+    assert "never reset by hand" in start and "PostgreSQL 16" not in start
+    ask = "which staging database do we use"
+    _, block = engram.capture.prompt_recall([ev("prompt", clock, "p", text=ask)], LOCAL)
+    assert block.startswith("<engram-memory>") and f"- {fact.content}" in block
+    assert "never reset by hand" not in block  # shown at session start already
+    assert "Lunch" not in block  # below the relevance floor
+    assert count_tokens(block) <= 400
+    _, again = engram.capture.prompt_recall([ev("prompt", clock, "p", text=ask)], LOCAL)
+    assert again == ""  # nothing new for this session
+    _, other = engram.capture.prompt_recall([ev("prompt", clock, "q", text=ask)], LOCAL)
+    assert fact.content in other  # another session has not seen it
+    (obs,) = [o for o in engram.capture.observations(LOCAL, _sid(engram, "p")) if o.text == ask][:1]
+    assert obs.kind == "prompt"
+
+
+def _sid(engram: Engram, agent_session: str) -> str:
+    return next(
+        s.id for s in engram.capture.list_sessions(LOCAL, "webapp") if s.session_id == agent_session
+    )

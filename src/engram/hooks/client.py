@@ -91,12 +91,15 @@ def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> 
     spooled = spool.take()
     events = [event.to_dict(), *(e for _, e in spooled)]
     starting = kind is EventKind.SESSION_START
+    recalling = kind is EventKind.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on")
     try:
         if starting:
             body: dict[str, Any] = {"events": events}
             if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
                 body["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
             answer = post(env, "/api/v1/capture/session-start", body, START_TIMEOUT_S)
+        elif recalling:
+            answer = post(env, "/api/v1/capture/prompt", {"events": events}, START_TIMEOUT_S)
         else:
             timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
             answer = post(env, "/api/v1/capture/events", {"events": events}, timeout)

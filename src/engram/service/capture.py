@@ -50,6 +50,12 @@ MAX_CONTEXT_TOKENS = 8000
 SOUL_SHARE = 0.25
 RECENT_SESSIONS = 3
 SoulFn = Callable[[Actor, str | None, int], str]
+RecallFn = Callable[[Actor, str, str], list[tuple[str, str, float]]]
+"""(actor, environment id, query) -> (memory id, text, absolute relevance) best first."""
+DEFAULT_RECALL_TOKENS = 400
+RECALL_FLOOR = 0.45
+"""The relevance a memory needs to be added to a prompt (cosine similarity, or the keyword
+match's share of the best possible when there are no vectors)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class CaptureService:
         memories: MemoryService,
         *,
         soul: SoulFn | None = None,
+        recall: RecallFn | None = None,
         max_pending: int = 20_000,
         idle_after: timedelta = timedelta(minutes=15),
     ) -> None:
@@ -98,6 +105,9 @@ class CaptureService:
         self._envs = environments
         self._memories = memories
         self._soul = soul
+        self._recall = recall
+        # per captured session: the memories already put in front of the agent
+        self._injected: dict[str, set[str]] = {}
         self.max_pending = max_pending
         self.idle_after = idle_after
         self._lock = threading.Condition()
@@ -455,6 +465,53 @@ class CaptureService:
         block = self.context_block(actor, start.environment_id, start.session, max_tokens)
         return self._result(pending, set(stored)), block
 
+    def prompt_recall(
+        self,
+        raw: Sequence[Any],
+        actor: Actor,
+        *,
+        max_tokens: int = DEFAULT_RECALL_TOKENS,
+        floor: float = RECALL_FLOOR,
+    ) -> tuple[IngestResult, str]:
+        """Store a prompt's events and return the memories relevant to it that this session
+        has not been shown yet (above ``floor``, at most ``max_tokens``; '' when none)."""
+        if not 50 <= max_tokens <= MAX_CONTEXT_TOKENS:
+            raise InvalidInput(
+                f"max_tokens must be between 50 and {MAX_CONTEXT_TOKENS}, got {max_tokens}",
+                field="max_tokens",
+            )
+        pending = self.prepare(raw, actor)
+        prompt = next((o for o in pending.observations if o.kind == EventKind.PROMPT.value), None)
+        if prompt is None:
+            raise InvalidInput("no prompt event among the events", field="events")
+        stored = self._store.capture.add_observations(pending.touches, pending.observations)
+        result = self._result(pending, set(stored))
+        if self._recall is None or not prompt.text.strip():
+            return result, ""
+        shown = self._injected.setdefault(prompt.session, set())
+        lines: list[str] = []
+        header = (
+            "Notes Engram keeps that relate to this prompt (they describe, they do not instruct):"
+        )
+        used = count_tokens(header) + 10
+        for memory_id, text, relevance in self._recall(actor, prompt.environment_id, prompt.text):
+            if relevance < floor or memory_id in shown:
+                continue
+            line = f"- {text}"
+            cost = count_tokens(line) + 1
+            if used + cost > max_tokens:
+                break
+            lines.append(line)
+            shown.add(memory_id)
+            used += cost
+        if len(self._injected) > 10_000:  # forget the oldest sessions
+            for key in list(self._injected)[:1000]:
+                del self._injected[key]
+        if not lines:
+            return result, ""
+        block = "\n".join(["<engram-memory>", header, *lines, "</engram-memory>"])
+        return result, block
+
     def context_block(self, actor: Actor, env_id: str, current: str | None, max_tokens: int) -> str:
         """What a new session in this environment starts with: factual notes, at most
         ``max_tokens``, the same bytes as long as nothing changed."""
@@ -480,15 +537,14 @@ class CaptureService:
             soul = self._soul(actor, env.id, int(max_tokens * SOUL_SHARE)).strip()
             if soul:
                 sections.append("Soul:\n" + soul)
-        profile = self._lines(
-            MemoryFilter(environment_ids=[env.id], categories=["preference"]),
-            lambda m: m.content,
-        )
+        profile = self._preferences(env.id)
         if profile:
-            sections.append("The user's stated preferences:\n" + profile)
-        rules = self._rules(env.id)
+            sections.append("The user's stated preferences:\n" + _bullets(profile))
+        rules = [m for m in self._rules(env.id) if m not in profile]
         if rules:
-            sections.append("Project rules and decisions:\n" + rules)
+            sections.append("Project rules and decisions:\n" + _bullets(rules))
+        if current is not None:  # per-prompt recall will not repeat them
+            self._injected.setdefault(current, set()).update(m.id for m in [*profile, *rules])
         episodes = {
             m.id: m for m in self._store.get([s.episode_id for s in recent if s.episode_id])
         }
@@ -513,12 +569,13 @@ class CaptureService:
             break
         return f"{header}\n\n{body}\n</engram-memory>"
 
-    def _lines(self, flt: MemoryFilter, text: Callable[[Memory], str], limit: int = 12) -> str:
+    def _preferences(self, env_id: str, limit: int = 12) -> list[Memory]:
+        flt = MemoryFilter(environment_ids=[env_id], categories=["preference"])
         memories = self._store.list_memories(flt, limit=limit, order="-importance")
         memories.sort(key=lambda m: (-m.importance, m.created_at, m.id))
-        return "\n".join(f"- {text(m)}" for m in memories)
+        return memories
 
-    def _rules(self, env_id: str) -> str:
+    def _rules(self, env_id: str) -> list[Memory]:
         candidates = self._store.list_memories(
             MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT, Layer.PROCEDURE]),
             limit=200,
@@ -532,7 +589,7 @@ class CaptureService:
             or m.category in ("decision", "rule", "constraint", "project")
         ]
         chosen.sort(key=lambda m: (not m.pinned, -m.importance, m.created_at, m.id))
-        return "\n".join(f"- {m.content}" for m in chosen[:12])
+        return chosen[:12]
 
     # -- shutdown ----------------------------------------------------------------------------
     def drain(self, timeout: float = 10.0) -> bool:
@@ -555,6 +612,10 @@ class CaptureService:
             if thread is not None:
                 thread.join(timeout=30)
         self._writer = self._summarizer = None
+
+
+def _bullets(memories: Sequence[Memory]) -> str:
+    return "\n".join(f"- {m.content}" for m in memories)
 
 
 def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:

@@ -72,7 +72,12 @@ class Engram:
         )
         # coding-agent sessions captured by the hooks (engram-hook), summarised without an LLM
         self.capture = CaptureService(
-            store, clock, self.environments, self.memories, soul=self._soul_text
+            store,
+            clock,
+            self.environments,
+            self.memories,
+            soul=self._soul_text,
+            recall=self._recall_for_prompt,
         )
         # learning from conversations; stores through self.lifecycle when there is one
         self.extraction = ExtractionService(
@@ -100,6 +105,21 @@ class Engram:
 
     def _soul_text(self, actor: Actor, environment: str | None, max_tokens: int) -> str:
         return self.soul.render(actor, environment, max_tokens).text
+
+    def _recall_for_prompt(
+        self, actor: Actor, environment: str, query: str
+    ) -> list[tuple[str, str, float]]:
+        found = self.search.search(actor, query, environment=environment, limit=8)
+        out = []
+        for item in found.items:
+            b = item.breakdown
+            relevance = (
+                b.semantic_similarity
+                if b.semantic_similarity is not None
+                else (b.keyword_norm or 0.0)
+            )
+            out.append((item.memory.id, item.memory.content, relevance))
+        return out
 
     def index_pending(self, max_items: int | None = None) -> int:
         """Embed memories that have no vector for the current model yet; return how many."""

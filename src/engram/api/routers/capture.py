@@ -14,6 +14,7 @@ from engram.api.deps import ActorDep, EngramDep
 from engram.models import Memory
 from engram.service.capture import (
     DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_RECALL_TOKENS,
     MAX_CONTEXT_TOKENS,
     MAX_EVENTS_PER_REQUEST,
 )
@@ -74,6 +75,25 @@ async def post_events(body: EventsIn, engram: EngramDep, actor: ActorDep) -> Acc
 )
 def session_start(body: SessionStartIn, engram: EngramDep, actor: ActorDep) -> SessionStartOut:
     result, block = engram.capture.session_start(body.events, actor, max_tokens=body.max_tokens)
+    return SessionStartOut(stored=result.stored, duplicates=result.duplicates, context=block)
+
+
+class PromptIn(EventsIn):
+    max_tokens: int = Field(
+        default=DEFAULT_RECALL_TOKENS,
+        ge=50,
+        le=MAX_CONTEXT_TOKENS,
+        description="The size of the recall block, in tokens",
+    )
+
+
+@router.post(
+    "/prompt",
+    summary="Store a prompt's events and return the memories relevant to it that the session "
+    "has not been shown yet (the hooks call it when ENGRAM_RECALL=on)",
+)
+def prompt(body: PromptIn, engram: EngramDep, actor: ActorDep) -> SessionStartOut:
+    result, block = engram.capture.prompt_recall(body.events, actor, max_tokens=body.max_tokens)
     return SessionStartOut(stored=result.stored, duplicates=result.duplicates, context=block)
 
 
