@@ -144,7 +144,8 @@ def _claude_like(agent: Agent, data: dict[str, Any], command: str | None) -> dic
             if agent is Agent.GEMINI:
                 handler = {"name": "engram", **handler, "timeout": 10000}
             else:
-                handler["timeout"] = 10 if agent is Agent.CLAUDE else 30
+                # seconds; Codex clamps SessionEnd hooks to 3 (and says so on every run)
+                handler["timeout"] = 3 if agent is Agent.CODEX and name == "SessionEnd" else 10
             group: dict[str, Any] = {"hooks": [handler]}
             if name in _TOOL_EVENTS:
                 group = {"matcher": "*", **group}
