@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,6 +51,8 @@ from engram.store import Store
 from engram.store.capture import CapturedSession, Observation, SessionTouch
 
 log = logging.getLogger("engram.capture")
+RememberFn = Callable[[NewMemory, Actor, str], object]
+"""Stores a fact with the lifecycle's dedup and contradiction rules."""
 
 MAX_EVENTS_PER_REQUEST = 500
 
@@ -94,6 +96,7 @@ class CaptureService:
         *,
         soul: SoulFn | None = None,
         recall: RecallFn | None = None,
+        remember: RememberFn | None = None,
         max_pending: int = 20_000,
         idle_after: timedelta = timedelta(minutes=15),
     ) -> None:
@@ -101,6 +104,7 @@ class CaptureService:
         self._clock = clock
         self._envs = environments
         self._memories = memories
+        self._remember = remember
         self.briefing = Briefing(store, environments, self._summarize_quietly, soul, recall)
         self.max_pending = max_pending
         self.idle_after = idle_after
@@ -382,25 +386,25 @@ class CaptureService:
         return episode
 
     def _remember_preferences(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
-        """Rules the user stated in their prompts become preference facts (deduplicated by the
-        fact's content: the same rule said again is not stored twice)."""
+        """Rules the user stated in their prompts become preference facts, through the
+        lifecycle when there is one (the same rule said again is merged, a changed one
+        supersedes the old), else once per exact wording."""
         for sentence in summary.preferences:
+            new = NewMemory(
+                content=sentence,
+                category="preference",
+                tags=["session"],
+                importance=0.7,
+                source=Source.EXTRACTED,
+            )
+            if self._remember is not None:
+                self._remember(new, actor, env_id)
+                continue
             existing = self._store.list_memories(
                 MemoryFilter(environment_ids=[env_id], categories=["preference"]), limit=200
             )
-            if any(m.content == sentence for m in existing):
-                continue
-            self._memories.add(
-                NewMemory(
-                    content=sentence,
-                    category="preference",
-                    tags=["session"],
-                    importance=0.7,
-                    source=Source.EXTRACTED,
-                ),
-                actor,
-                env_id,
-            )
+            if not any(m.content == sentence for m in existing):
+                self._memories.add(new, actor, env_id)
 
     # -- reads -------------------------------------------------------------------------------
     def _env_ids(self, actor: Actor, environment: str | None) -> list[str]:

@@ -78,6 +78,7 @@ class Engram:
             self.memories,
             soul=self._soul_text,
             recall=self._recall_for_prompt,
+            remember=self.lifecycle.remember,
         )
         # learning from conversations; stores through self.lifecycle when there is one
         self.extraction = ExtractionService(
