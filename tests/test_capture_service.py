@@ -212,3 +212,18 @@ def _sid(engram: Engram, agent_session: str) -> str:
     return next(
         s.id for s in engram.capture.list_sessions(LOCAL, "webapp") if s.session_id == agent_session
     )
+
+
+def test_a_failing_request_does_not_fail_the_others_in_its_commit(
+    engram: Engram, clock: FakeClock
+) -> None:
+    engram.capture.ingest([ev("prompt", clock, text="warm the cache")], LOCAL)
+    engram.environments.create("gone", LOCAL)
+    doomed = engram.capture.prepare([ev("prompt", clock, project="gone")], LOCAL)
+    engram.environments.delete("gone", LOCAL, purge=True)  # under the cached lookup
+    fine = engram.capture.prepare([ev("prompt", clock, text="still stored")], LOCAL)
+    engram.capture._write_batch([doomed, fine])
+    assert fine.future.result(timeout=5).stored == 1
+    assert doomed.future.exception(timeout=5) is not None
+    again = engram.capture.ingest([ev("prompt", clock, project="gone")], LOCAL)
+    assert again.stored == 1  # the project's environment is created anew

@@ -267,10 +267,16 @@ class CaptureService:
         observations = [o for p in batch for o in p.observations]
         try:
             stored = set(self._store.capture.add_observations(list(touches.values()), observations))
-        except Exception as exc:  # every waiting request learns of it; none is left hanging
-            log.exception("capture write failed")
-            for p in batch:
-                p.future.set_exception(exc)
+        except Exception as exc:
+            # an environment deleted under the cache, say: forget the cache, and retry each
+            # request alone so that one bad request does not fail the others
+            self._env_cache.clear()
+            if len(batch) > 1:
+                for p in batch:
+                    self._write_batch([p])
+                return
+            log.warning("capture write failed: %s", exc)
+            batch[0].future.set_exception(exc)
             return
         ending: set[str] = set()
         for p in batch:
