@@ -15,6 +15,7 @@ from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
+    capture,
     context,
     environments,
     episodes,
@@ -49,6 +50,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/search", search.router),
     ("/context", context.router),
     ("/soul", soul.router),
+    ("/capture", capture.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -27,6 +27,7 @@ from engram.errors import (
     MissingDependency,
     NotFound,
     PermissionDenied,
+    Saturated,
     StorageError,
     Unauthenticated,
 )
@@ -42,6 +43,7 @@ STATUS: dict[type[EngramError], int] = {
     Conflict: 409,
     MissingDependency: 501,
     StorageError: 503,
+    Saturated: 429,
 }
 _HTTP_CODES = {
     404: "not_found",

@@ -16,6 +16,7 @@ from engram.cli import (
     backup,
     env,
     extract,
+    hooks,
     keys,
     maintain,
     mcp,
@@ -106,6 +107,7 @@ mcp.register(app)
 migrate_store.register(app)
 backup.register(app)
 app.add_typer(soul.app, name="soul")
+hooks.register(app)
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
 

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING
 from engram.accounts import ApiKey, AuditEntry, AuditQuery, Member, User
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.scrub.capture import ScrubbingCaptureStore
 from engram.scrub.scrubber import Redactions, Scrubber
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.protocol import (
@@ -85,6 +87,7 @@ class ScrubbingStore(_Audited):
         self._reviews = _Reviews(inner.reviews, scrubber)
         self._conversations = _Conversations(inner.conversations, scrubber)
         self._providers = _Providers(inner.providers, scrubber)
+        self._capture = ScrubbingCaptureStore(inner.capture, scrubber)
 
     # -- sub-stores --------------------------------------------------------------------------
     @property
@@ -107,6 +110,10 @@ class ScrubbingStore(_Audited):
     def idempotency(self) -> IdempotencyStore:
         """Kept answers of idempotent requests: responses, built from stored (scrubbed) data."""
         return self.inner.idempotency
+
+    @property
+    def capture(self) -> CaptureStore:
+        return self._capture
 
     @property
     def conversations(self) -> ConversationStore:

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.providers import ProviderStore
@@ -116,6 +117,11 @@ class Store(Protocol):
     @property
     def reviews(self) -> ReviewStore:
         """The lifecycle's review queue."""
+        ...
+
+    @property
+    def capture(self) -> CaptureStore:
+        """Captured coding-agent sessions and their observations."""
         ...
 
     @property

@@ -353,6 +353,52 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
         ),
     ),
+    Migration(
+        "0014_capture",
+        (
+            # coding-agent sessions and their observations (engram.store.postgres.capture)
+            """CREATE TABLE capture_sessions (
+            id TEXT PRIMARY KEY,
+            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            cwd TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            started_at TIMESTAMPTZ NOT NULL,
+            last_event_at TIMESTAMPTZ NOT NULL,
+            ended_at TIMESTAMPTZ,
+            events INTEGER NOT NULL DEFAULT 0,
+            episode_id TEXT,
+            summarized_at TIMESTAMPTZ
+        )""",
+            "CREATE INDEX capture_sessions_env ON capture_sessions (environment_id, last_event_at)",
+            "CREATE INDEX capture_sessions_pending ON capture_sessions (last_event_at) "
+            "WHERE summarized_at IS NULL OR summarized_at < last_event_at",
+            """CREATE TABLE capture_observations (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            key TEXT NOT NULL UNIQUE,
+            session TEXT NOT NULL REFERENCES capture_sessions(id) ON DELETE CASCADE,
+            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            at TIMESTAMPTZ NOT NULL,
+            hook TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            tool TEXT NOT NULL DEFAULT '',
+            command TEXT NOT NULL DEFAULT '',
+            files TEXT NOT NULL DEFAULT '[]',
+            output TEXT NOT NULL DEFAULT '',
+            failed BOOLEAN NOT NULL DEFAULT false,
+            detail TEXT NOT NULL DEFAULT '',
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text || ' ' || tool || ' ' ||
+                command || ' ' || output)) STORED
+        )""",
+            "CREATE INDEX capture_observations_session ON capture_observations (session, seq)",
+            "CREATE INDEX capture_observations_env ON capture_observations (environment_id)",
+            "CREATE INDEX capture_observations_tsv ON capture_observations USING gin (tsv) "
+            "WITH (fastupdate = off)",
+        ),
+    ),
 )
 
 

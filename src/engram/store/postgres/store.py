@@ -22,6 +22,7 @@ from engram.store.columns import ORDER_SQL
 from engram.store.postgres import keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
+from engram.store.postgres.capture import PostgresCaptureStore
 from engram.store.postgres.conversations import PostgresConversationStore
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
 from engram.store.postgres.export import PostgresExporter
@@ -82,6 +83,7 @@ class PostgresStore:
         self.providers = PostgresProviderStore(self.db)
         self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
+        self.capture = PostgresCaptureStore(self.db)
         self._term_frequencies = keywords.TermFrequencies()
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ from engram.store.protocol import (
 from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
+from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
 from engram.store.sqlite.export import SQLiteExporter
@@ -93,6 +94,7 @@ class SQLiteStore:
         self.conversations = SQLiteConversationStore(self.db)
         self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
+        self.capture = SQLiteCaptureStore(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self.db, name)
