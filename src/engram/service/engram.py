@@ -18,6 +18,7 @@ from engram.service.extraction import ExtractionService
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
+from engram.service.portability import ImportService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
@@ -63,6 +64,10 @@ class Engram:
         )
         # learning from conversations; stores through self.lifecycle when there is one
         self.extraction = ExtractionService(self, conversation_store_for(store), clock)
+        # imports of other products' exports, through the lifecycle and extraction above
+        self.imports = ImportService(
+            store, clock, self.environments, self.lifecycle, self.extraction
+        )
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:

@@ -22,6 +22,7 @@ from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL
 from engram.store.postgres import keywords, substores, vectors
 from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
@@ -73,6 +74,7 @@ class PostgresStore:
         self.reviews: Any = substores.build("reviews", self.db)
         self.conversations: Any = substores.build("conversations", self.db)
         self.providers: Any = substores.build("providers", self.db)
+        self.imports = PostgresImportLedger(self.db)
         self._term_frequencies = keywords.TermFrequencies()
 
     def close(self) -> None:

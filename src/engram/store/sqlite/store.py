@@ -33,6 +33,7 @@ from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.db import SQLiteDatabase
+from engram.store.sqlite.imports import SQLiteImportLedger
 from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
@@ -84,6 +85,7 @@ class SQLiteStore:
         self.reviews = SQLiteReviewStore(self.db)
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
+        self.imports = SQLiteImportLedger(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self.db, name)
