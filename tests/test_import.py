@@ -229,3 +229,29 @@ def test_wrong_format_is_named(engram: Engram, tmp_path: Path) -> None:
     path.write_text(json.dumps({"hello": "world"}))
     with pytest.raises(InvalidInput, match=r"random\.json: not an export Engram can import"):
         engram.imports.read(path)
+
+
+def test_cli_preview_import_export_and_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    home = str(tmp_path / "h")
+    zip_path = str(fx.chatgpt_export(tmp_path / "chatgpt.zip"))
+    assert main(["--home", home, "import", zip_path, "--preview"]) == 0
+    out = capsys.readouterr().out
+    assert "preview: nothing stored" in out and "chatgpt" in out and "user.json" in out
+    assert main(["--home", home, "import", zip_path, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["conversations"] == 2 and report["messages_added"] == 6
+    assert main(["--home", home, "import", zip_path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["already_imported"] == 5
+    xlsx = tmp_path / "m.xlsx"
+    assert main(["--home", home, "export", str(xlsx)]) == 0 and xlsx.stat().st_size > 1000
+    archive = tmp_path / "all.zip"
+    assert main(["--home", home, "export", str(archive), "--archive"]) == 0
+    capsys.readouterr()
+    assert main(["--home", str(tmp_path / "h2"), "import", str(archive)]) == 0
+    assert "restored and verified" in capsys.readouterr().out
+    assert main(["--home", home, "import", str(tmp_path / "missing.zip")]) == 2
+    assert "no such file" in capsys.readouterr().err

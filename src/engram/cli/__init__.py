@@ -20,6 +20,7 @@ from engram.cli import (
     mcp,
     memories,
     migrate_store,
+    portability,
     search,
     serve,
     soul,
@@ -103,6 +104,7 @@ extract.register(app)
 serve.register(app)
 mcp.register(app)
 migrate_store.register(app)
+portability.register(app)
 app.add_typer(soul.app, name="soul")
 
 _EXIT = {InvalidInput: 2, NotFound: 3}

@@ -11,9 +11,11 @@ from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
 from engram.lifecycle.config import LifecycleConfig
 from engram.service.accounts import AccountService, load_secret
+from engram.service.archive import ArchiveService
 from engram.service.audit import AuditLog
 from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
+from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
@@ -68,6 +70,9 @@ class Engram:
         self.imports = ImportService(
             store, clock, self.environments, self.lifecycle, self.extraction
         )
+        conversations = self.extraction.conversations
+        self.exports = ExportService(store, self.environments, conversations, self.soul)
+        self.archive = ArchiveService(store, clock, conversations)
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:

@@ -18,6 +18,10 @@ class ImportLedger(Protocol):
         """Remember ``(key, target id)`` pairs; a key already recorded keeps its target."""
         ...
 
+    def entries(self, environment_id: str) -> list[tuple[str, str]]:
+        """Every ``(key, target id)`` recorded for the environment, by key."""
+        ...
+
     def forget_targets(self, target_ids: Sequence[str]) -> int:
         """Drop the entries pointing at these ids (purged items); return how many."""
         ...

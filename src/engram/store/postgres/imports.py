@@ -33,6 +33,14 @@ class PostgresImportLedger:
                 [(environment_id, k, t) for k, t in entries],
             )
 
+    def entries(self, environment_id: str) -> list[tuple[str, str]]:
+        with self._db.reader() as conn:
+            rows = conn.execute(
+                "SELECT key, target FROM import_keys WHERE environment_id = %s ORDER BY key",
+                (environment_id,),
+            ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
     def forget_targets(self, target_ids: Sequence[str]) -> int:
         if not target_ids:
             return 0

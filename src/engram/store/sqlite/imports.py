@@ -41,6 +41,13 @@ class SQLiteImportLedger:
                 [(environment_id, k, t) for k, t in entries],
             )
 
+    def entries(self, environment_id: str) -> list[tuple[str, str]]:
+        rows = self._db.reader().execute(
+            "SELECT key, target FROM import_keys WHERE environment_id = ? ORDER BY key",
+            (environment_id,),
+        )
+        return [(r[0], r[1]) for r in rows]
+
     def forget_targets(self, target_ids: Sequence[str]) -> int:
         removed = 0
         with self._db.tx() as conn:
