@@ -15,14 +15,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from engram.accounts import Role as Access
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
 from engram.extraction.conversation import NewConversation
-from engram.extraction.results import MAX_MESSAGES, ConversationInput
+from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult
 from engram.models import Environment
 from engram.portability.bundle import Bundle, ImportedConversation, ImportedMemory, stable_key
 from engram.portability.detect import is_archive, read_bundle
@@ -35,9 +35,9 @@ from engram.portability.report import (
     SourceCounts,
 )
 from engram.service.environments import EnvironmentService
-from engram.service.extraction import ExtractionService
 from engram.service.lifecycle import LifecycleService
 from engram.store import Store
+from engram.store.conversations import ConversationStore
 
 Progress = Callable[[int, int], None]
 """Called with (items done, items in all) as an import goes."""
@@ -45,6 +45,18 @@ Progress = Callable[[int, int], None]
 _SAMPLE = 5
 _SKIPPED_SHOWN = 50
 _CONVERSATION_KEY = "conversation:"
+
+
+class Extraction(Protocol):
+    """What an import needs of :class:`engram.service.extraction.ExtractionService` (named by
+    its shape: that module and :mod:`engram.service.engram` import each other)."""
+
+    @property
+    def conversations(self) -> ConversationStore: ...
+
+    def extract(
+        self, conversation_or_messages: ConversationInput, actor: Actor, environment: str | None
+    ) -> ExtractionResult: ...
 
 
 @dataclass
@@ -60,7 +72,7 @@ class ImportService:
         clock: Clock,
         environments: EnvironmentService,
         lifecycle: LifecycleService,
-        extraction: ExtractionService,
+        extraction: Extraction,
     ) -> None:
         self._store = store
         self._clock = clock
