@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -53,4 +54,5 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_migration_names_are_numbered_in_order() -> None:
     numbers = [int(m.name.split("_", 1)[0]) for m in MIGRATIONS]
-    assert numbers == list(range(1, len(MIGRATIONS) + 1))
+    # increasing and unique; numbers reserved by parallel branches may leave a gap until merged
+    assert numbers[0] == 1 and all(a < b for a, b in itertools.pairwise(numbers))
