@@ -22,6 +22,7 @@ from engram.cli import (
     mcp,
     memories,
     migrate_store,
+    portability,
     search,
     serve,
     soul,
@@ -106,6 +107,7 @@ serve.register(app)
 mcp.register(app)
 migrate_store.register(app)
 backup.register(app)
+portability.register(app)
 app.add_typer(soul.app, name="soul")
 hooks.register(app)
 

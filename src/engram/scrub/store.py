@@ -31,6 +31,7 @@ from engram.store.accounts import AccountStore, AuditStore
 from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
+from engram.store.imports import ImportLedger
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -114,6 +115,11 @@ class ScrubbingStore(_Audited):
     @property
     def capture(self) -> CaptureStore:
         return self._capture
+
+    @property
+    def imports(self) -> ImportLedger:
+        """The import ledger: item keys and the ids they became, no text."""
+        return self.inner.imports
 
     @property
     def conversations(self) -> ConversationStore:

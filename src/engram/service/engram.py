@@ -14,14 +14,17 @@ from engram.private_files import prepare_home
 from engram.scrub import Scrubber
 from engram.scrub.store import ScrubbingStore
 from engram.service.accounts import AccountService, load_secret
+from engram.service.archive import ArchiveService
 from engram.service.audit import AuditLog
 from engram.service.capture import CaptureService
 from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
+from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
+from engram.service.portability import ImportService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
@@ -88,6 +91,13 @@ class Engram:
             clock,
             scrubber=self.scrubber,
         )
+        # imports of other products' exports, through the lifecycle and extraction above
+        self.imports = ImportService(
+            store, clock, self.environments, self.lifecycle, self.extraction
+        )
+        conversations = store.conversations
+        self.exports = ExportService(store, self.environments, conversations, self.soul)
+        self.archive = ArchiveService(store, clock, conversations)
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:

@@ -23,6 +23,7 @@ from engram.store.accounts import AccountStore, AuditStore
 from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
+from engram.store.imports import ImportLedger
 from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
@@ -117,6 +118,11 @@ class Store(Protocol):
     @property
     def reviews(self) -> ReviewStore:
         """The lifecycle's review queue."""
+        ...
+
+    @property
+    def imports(self) -> ImportLedger:
+        """What each import brought into each environment (re-imports add nothing)."""
         ...
 
     @property

@@ -405,6 +405,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             "END",
         ),
     ),
+    Migration(
+        "0019_import_keys",
+        (
+            # what each import brought into an environment, by the item's key in its export
+            """CREATE TABLE import_keys (
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                key TEXT NOT NULL,
+                target TEXT NOT NULL,
+                PRIMARY KEY (environment_id, key)
+            )""",
+            "CREATE INDEX import_keys_target ON import_keys (target)",
+        ),
+    ),
 )
 
 
