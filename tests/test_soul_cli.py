@@ -114,7 +114,7 @@ def test_custom_block(capsys: pytest.CaptureFixture[str]) -> None:
         (["soul", "restore", "--snapshot", "snap_x"], 3, "snapshot 'snap_x' does not exist"),
         (["soul", "diff"], 2, "give a block name or --snapshot ID"),
         (["soul", "set", "rules", "x", "--env", "ghost"], 3, "environment 'ghost'"),
-        (["soul", "set", "rules", "x", "--mode", "extend"], 2, "needs an environment"),
+        (["soul", "set", "rules", "x", "--mode", "extend"], 1, "needs an environment"),
         (["soul", "set", "rules", "--file", "/nonexistent/f"], 2, "cannot read /nonexistent/f"),
     ],
 )

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from engram.accounts import Scope
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import InvalidInput, NotFound
+from engram.errors import Conflict, NotFound
 from engram.ids import new_id
 from engram.scrub import Scrubber
 from engram.service.environments import EnvironmentService, require_scope
@@ -163,19 +163,19 @@ class SoulService:
             key = validate_custom_name(name)
             if key not in layer:
                 if sum(b.custom for b in layer.values()) >= MAX_CUSTOM_BLOCKS:
-                    raise InvalidInput(f"at most {MAX_CUSTOM_BLOCKS} custom blocks per layer")
+                    raise Conflict(f"at most {MAX_CUSTOM_BLOCKS} custom blocks per layer")
                 action = SoulAction.CREATE
         else:
             key = self._known(name, top, overrides)
         current = layer.get(key) or blank(key, env_id, top, section)
         if section is not None and section is not current.section:
-            raise InvalidInput(
+            raise Conflict(
                 f"block {key!r} is in section {current.section.value!r}; a block's section "
                 "cannot change",
                 field="section",
             )
         if env_id is None and mode not in (None, OverrideMode.REPLACE):
-            raise InvalidInput(
+            raise Conflict(
                 f"mode {mode.value!r} needs an environment: the global Soul has nothing to "
                 "inherit from",
                 field="mode",
@@ -193,7 +193,7 @@ class SoulService:
         if enabled is not None:
             updates["enabled"] = enabled
         if not updates and action is not SoulAction.CREATE:
-            raise InvalidInput("nothing to change: give text, a mode, a priority or enabled")
+            return current  # nothing to change: a repeated PUT writes nothing
         new = self._next(current, actor, **updates)
         if current.version and new.same_content(current):
             return current

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, StrictBool
 from engram.api.deps import ActorDep, EngramDep
 from engram.limits import JSON_NUMBER, InputModel, StrictInt
 from engram.service.soul import DEFAULT_SOUL_TOKENS
-from engram.soul.blocks import MAX_BLOCK_CHARS
+from engram.soul.blocks import BLOCK_NAME_PATTERN, MAX_BLOCK_CHARS
 from engram.soul.model import (
     EffectiveBlock,
     OverrideMode,
@@ -155,7 +155,11 @@ def get_block(
 
 @router.put("/blocks/{name}", summary="Change a block in one layer (a new version)")
 def set_block(
-    name: str, body: BlockIn, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+    name: Annotated[str, Path(pattern=BLOCK_NAME_PATTERN, description="The block's name")],
+    body: BlockIn,
+    engram: EngramDep,
+    actor: ActorDep,
+    environment: LayerRef = None,
 ) -> SoulBlock:
     return engram.soul.set_block(
         actor,
