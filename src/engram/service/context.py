@@ -1,22 +1,28 @@
-"""Context assembly: the best of every layer packed into a token budget, Soul first.
+"""Context assembly: the evidence for a query packed into a token budget, Soul first.
 
-Search all three layers, keep the memories that clear their layer's threshold, take up to
-``max_facts`` facts (and a few episodes and procedures), and pack them by score into per-tier
-token budgets; budget a tier leaves unused flows to the next. Tokens are counted with a real
+Search the three layers (delivered messages are episodes of category ``message``), keep the
+memories that qualify (cosine over their layer's floor, or stream relevance over
+``ScoringConfig.context_relevance``), and pack them in two passes: each tier first gets its
+guaranteed share of ``max_tokens`` (``Budgets``), then whatever is left goes to the best
+remaining candidates of any tier, until the budget is full or nothing qualifies. Caps on the
+number of items per tier are optional. One piece of evidence takes one slot: an extracted fact
+and the message it came from are not both packed, nor an episode whose messages are all in.
+Every line carries its date (when it was said, or recorded). Tokens are counted with a real
 tokenizer, and the rendered block never exceeds ``max_tokens``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from html import escape
 from typing import Literal
 
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput
+from engram.extraction.turns import is_message, message_id_of, source_ids
 from engram.models import Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
     AssembledContext,
@@ -30,7 +36,7 @@ from engram.service.search import SearchService
 from engram.store import Store
 from engram.tokens import count_tokens
 
-TierName = Literal["facts", "episodes", "procedures"]
+TierName = Literal["facts", "messages", "episodes", "procedures"]
 
 
 @dataclass(frozen=True)
@@ -47,49 +53,159 @@ SoulRenderer = Callable[[Actor, str | None, int], SoulBlock]
 
 @dataclass(frozen=True)
 class Budgets:
-    """Shares of ``max_tokens`` per tier (unused budget flows down the list)."""
+    """Guaranteed shares of ``max_tokens`` per tier; what a tier leaves unused, and whatever
+    no share claims, goes to the best remaining candidates of any tier."""
 
     soul: float = 0.25
-    facts: float = 0.45
-    episodes: float = 0.2
-    procedures: float = 0.1
+    facts: float = 0.3
+    messages: float = 0.15
+    episodes: float = 0.1
+    procedures: float = 0.05
 
     def __post_init__(self) -> None:
-        shares = (self.soul, self.facts, self.episodes, self.procedures)
+        shares = (self.soul, self.facts, self.messages, self.episodes, self.procedures)
         if any(s < 0 for s in shares) or sum(shares) > 1.0001:
             raise InvalidInput("tier budgets must be non-negative shares that sum to at most 1")
 
+    def share(self, tier: TierName) -> float:
+        return float(getattr(self, tier))
 
+
+TIERS: tuple[TierName, ...] = ("facts", "messages", "episodes", "procedures")
 _TAGS: dict[TierName, str] = {
     "facts": "memories",
+    "messages": "conversation",
     "episodes": "episodes",
     "procedures": "procedures",
 }
-_LAYERS: dict[TierName, Layer] = {
-    "facts": Layer.FACT,
-    "episodes": Layer.EPISODE,
-    "procedures": Layer.PROCEDURE,
-}
 MIN_TOKENS, MAX_TOKENS = 64, 200_000
+MAX_ITEMS = 1000
 KEYWORD_POOL = 100
+TOKENS_PER_CANDIDATE = 15
+"""Candidates ranked per layer: one per this many tokens of budget (20 to 200)."""
+
+
+def tier_of(memory: Memory) -> TierName:
+    if memory.layer is Layer.FACT:
+        return "facts"
+    if memory.layer is Layer.PROCEDURE:
+        return "procedures"
+    return "messages" if is_message(memory) else "episodes"
+
+
+def said_on(memory: Memory) -> str:
+    """The day a memory was said (a message, an extracted memory: its messages' time) or
+    recorded."""
+    start = memory.episode.period_start if memory.episode is not None else None
+    return (start or memory.created_at).date().isoformat()
 
 
 def render_item(memory: Memory) -> str:
-    """One memory as one line of the prompt."""
+    """One memory as one line of the prompt, starting with its date."""
     text = " ".join(memory.content.split())
+    when = f"({said_on(memory)}) "
     if memory.procedure is not None:
         proc = memory.procedure
         steps = " ".join(f"{n}. {s}" for n, s in enumerate(proc.steps, 1))
-        when = f" (when: {proc.trigger})" if proc.trigger else ""
-        line = f"{proc.name}{when}: {text}" + (f" Steps: {steps}" if steps else "")
+        trigger = f" (when: {proc.trigger})" if proc.trigger else ""
+        line = f"{when}{proc.name}{trigger}: {text}" + (f" Steps: {steps}" if steps else "")
+    elif is_message(memory):
+        line = when + text
     elif memory.episode is not None:
-        start = memory.episode.period_start or memory.created_at
-        line = f"({start.date().isoformat()}) {text}"
+        line = when + text
         if memory.episode.key_decisions:
             line += " Decisions: " + "; ".join(memory.episode.key_decisions)
     else:
-        line = f"[{memory.category}] {text}"
+        line = f"{when}[{memory.category}] {text}"
     return "- " + escape(line, quote=False) + "\n"
+
+
+@dataclass
+class _Packing:
+    """The state of one packing: what is in, what it covers, what it cost."""
+
+    budget: int
+    caps: dict[TierName, int | None]
+    used: int = 0
+    items: dict[TierName, list[tuple[ScoredMemory, ContextItem]]] = field(
+        default_factory=lambda: {t: [] for t in TIERS}
+    )
+    chosen: set[str] = field(default_factory=set)
+    messages_in: set[str] = field(default_factory=set)
+    """Message ids packed as messages."""
+    facts_from: set[str] = field(default_factory=set)
+    """Message ids that a packed fact was read from."""
+    texts: set[str] = field(default_factory=set)
+    dropped: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
+    duplicates: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
+    overhead: dict[TierName, int] = field(
+        default_factory=lambda: {t: count_tokens(f"<{_TAGS[t]}>\n</{_TAGS[t]}>\n") for t in TIERS}
+    )
+
+    def tier_used(self, tier: TierName) -> int:
+        items = self.items[tier]
+        return sum(i.tokens for _, i in items) + (self.overhead[tier] if items else 0)
+
+    def duplicate(self, r: ScoredMemory) -> bool:
+        """Whether the evidence of ``r`` is already in: its text, its message (packed, or the
+        source of a packed fact), or every message it was read from."""
+        memory = r.memory
+        if " ".join(memory.content.split()).casefold() in self.texts:
+            return True
+        own = message_id_of(memory)
+        if own is not None:
+            return own in self.facts_from or own in self.messages_in
+        sources = source_ids(memory)
+        if not sources:
+            return False
+        if memory.layer is Layer.FACT:
+            return all(s in self.messages_in for s in sources)
+        return all(s in self.messages_in or s in self.facts_from for s in sources)
+
+    def offer(self, r: ScoredMemory, limit: int) -> bool:
+        """Pack ``r`` if it fits ``limit`` tokens (of its tier, or in all) and is new."""
+        memory = r.memory
+        tier = tier_of(memory)
+        if memory.id in self.chosen:
+            return False
+        cap = self.caps[tier]
+        if cap is not None and len(self.items[tier]) >= cap:
+            return False
+        if self.duplicate(r):
+            self.duplicates[tier] += 1
+            self.chosen.add(memory.id)
+            return False
+        line = render_item(memory)
+        cost = count_tokens(line) + (0 if self.items[tier] else self.overhead[tier])
+        if self.used + cost > min(limit, self.budget):
+            self.dropped[tier] += 1
+            return False
+        self.used += cost
+        self.chosen.add(memory.id)
+        self.texts.add(" ".join(memory.content.split()).casefold())
+        own = message_id_of(memory)
+        if own is not None:
+            self.messages_in.add(own)
+        elif memory.layer is Layer.FACT:
+            self.facts_from.update(source_ids(memory))
+        self.items[tier].append(
+            (
+                r,
+                ContextItem(
+                    memory_id=memory.id,
+                    layer=memory.layer,
+                    score=r.score,
+                    tokens=count_tokens(line),
+                    text=line.rstrip("\n"),
+                    breakdown=r.breakdown,
+                    said_on=said_on(memory),
+                    author=memory.author,
+                    thread=memory.thread,
+                    sources=source_ids(memory),
+                ),
+            )
+        )
+        return True
 
 
 class ContextService:
@@ -114,25 +230,32 @@ class ContextService:
         *,
         environment: str | None = None,
         max_tokens: int = 2000,
-        max_facts: int = 15,
-        max_episodes: int = 3,
-        max_procedures: int = 3,
+        max_facts: int | None = None,
+        max_episodes: int | None = None,
+        max_procedures: int | None = None,
+        max_messages: int | None = None,
         budgets: Budgets | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         preview: bool = False,
     ) -> AssembledContext:
         """Build the system-prompt block for ``query`` (empty: a start-of-session brief ranked
-        by importance, confidence, recency and frequency). ``preview`` shows what would be sent
-        without counting accesses."""
+        by importance, confidence, recency and frequency). ``max_*``: optional caps on the
+        items of a tier (None: as many as the budget holds). ``preview`` shows what would be
+        sent without counting accesses."""
         if not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
             raise InvalidInput(
                 f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS}, got {max_tokens}"
             )
-        for name, value in (("max_facts", max_facts), ("max_episodes", max_episodes)):
-            if not 0 <= value <= 100:
-                raise InvalidInput(f"{name} must be between 0 and 100, got {value}")
-        if not 0 <= max_procedures <= 100:
-            raise InvalidInput(f"max_procedures must be between 0 and 100, got {max_procedures}")
+        caps: dict[TierName, int | None] = {
+            "facts": max_facts,
+            "messages": max_messages,
+            "episodes": max_episodes,
+            "procedures": max_procedures,
+        }
+        for tier, cap in caps.items():
+            if cap is not None and not 0 <= cap <= MAX_ITEMS:
+                name = "max_" + tier
+                raise InvalidInput(f"{name} must be between 0 and {MAX_ITEMS}, got {cap}")
         budgets = budgets or Budgets()
         t0 = time.perf_counter()
         env = self._envs.resolve(environment, actor)
@@ -140,8 +263,8 @@ class ContextService:
 
         tiers: list[ContextTier] = []
         parts: list[str] = []
-        carry = 0
         soul_budget = int(max_tokens * budgets.soul)
+        soul_used = 0
         if self.soul is not None and soul_budget > 0:
             block = self.soul(actor, env.id, soul_budget)
             tiers.append(
@@ -149,50 +272,31 @@ class ContextService:
             )
             if block.text:
                 parts.append(block.text.rstrip("\n") + "\n")
-            carry = soul_budget - block.tokens
-        else:
-            carry = soul_budget
+            soul_used = block.tokens
         timings["soul_ms"] = _ms(t0)
 
         t1 = time.perf_counter()
-        limits: dict[TierName, int] = {
-            "facts": max_facts,
-            "episodes": max_episodes,
-            "procedures": max_procedures,
-        }
-        keyword: dict[Layer, dict[str, float]] | None = None
-        if query.strip() and mode is not SearchMode.SEMANTIC:
-            # one keyword query for all three layers; the vector scan is shared the same way
-            everything = MemoryFilter(environment_ids=[env.id], layers=list(_LAYERS.values()))
-            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
-        candidates = {
-            tier: self._candidates(
-                query,
-                env.id,
-                _LAYERS[tier],
-                limit,
-                mode,
-                None if keyword is None else keyword[_LAYERS[tier]],
-            )
-            for tier, limit in limits.items()
-        }
+        candidates = self._candidates(query, env.id, mode, max_tokens, caps)
         timings["search_ms"] = _ms(t1)
 
         t2 = time.perf_counter()
-        included: list[str] = []
-        shares: list[tuple[TierName, float]] = [
-            ("facts", budgets.facts),
-            ("episodes", budgets.episodes),
-            ("procedures", budgets.procedures),
-        ]
-        for tier, share in shares:
-            budget = int(max_tokens * share) + carry
-            packed, text = self._pack(tier, candidates[tier], limits[tier], budget)
-            tiers.append(packed)
+        packing = _Packing(budget=max_tokens - soul_used, caps=caps)
+        by_tier: dict[TierName, list[ScoredMemory]] = {t: [] for t in TIERS}
+        for r in candidates:
+            by_tier[tier_of(r.memory)].append(r)
+        for tier in TIERS:  # each tier's guaranteed share first
+            share = int(max_tokens * budgets.share(tier))
+            ceiling = packing.used + share
+            for r in by_tier[tier]:
+                packing.offer(r, ceiling)
+        packing.dropped = dict.fromkeys(TIERS, 0)
+        for r in candidates:  # then the best of what is left, whatever its tier
+            packing.offer(r, packing.budget)
+        for tier in TIERS:
+            tiers.append(self._tier(tier, packing, int(max_tokens * budgets.share(tier))))
+            text = _section(tier, [i for _, i in self._ordered(tier, packing)])
             if text:
                 parts.append(text)
-            included.extend(i.memory_id for i in packed.items)
-            carry = budget - packed.used
         text = "".join(parts)
         tokens = count_tokens(text)
         while tokens > max_tokens and parts:  # BPE merges across lines; trim to be exact
@@ -201,6 +305,7 @@ class ContextService:
             tokens = count_tokens(text)
         timings["pack_ms"] = _ms(t2)
 
+        included = [i.memory_id for t in tiers for i in t.items if i.text in text]
         if included and not preview:
             self._store.record_access(included, self._clock())
         timings["total_ms"] = _ms(t0)
@@ -215,64 +320,88 @@ class ContextService:
             preview=preview,
         )
 
+    @staticmethod
+    def _ordered(tier: TierName, packing: _Packing) -> list[tuple[ScoredMemory, ContextItem]]:
+        items = packing.items[tier]
+        if tier != "messages":
+            return items
+        # the turns of a conversation read best in the order they were said
+        return sorted(
+            items,
+            key=lambda p: (
+                p[0].memory.created_at,
+                p[0].memory.thread or "",
+                int(p[0].memory.metadata.get("position", 0) or 0),
+            ),
+        )
+
+    def _tier(self, tier: TierName, packing: _Packing, share: int) -> ContextTier:
+        return ContextTier(
+            name=tier,
+            budget=share,
+            used=packing.tier_used(tier),
+            items=[i for _, i in self._ordered(tier, packing)],
+            dropped=packing.dropped[tier],
+            duplicates=packing.duplicates[tier],
+        )
+
     def _candidates(
         self,
         query: str,
         env_id: str,
-        layer: Layer,
-        limit: int,
         mode: SearchMode,
-        keyword: dict[str, float] | None,
+        max_tokens: int,
+        caps: dict[TierName, int | None],
     ) -> list[ScoredMemory]:
-        if limit == 0:
-            return []
-        flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
-        ranked = self._search.rank(
-            query, flt, mode=mode, limit=min(200, max(limit * 3, 10)), keyword=keyword
-        )
-        if not query.strip():
-            return ranked
+        """Every qualifying candidate of every layer, best first."""
+        pool = max(20, min(200, max_tokens // TOKENS_PER_CANDIDATE))
+        layers = {
+            Layer.FACT: caps["facts"],
+            Layer.EPISODE: _largest(caps["episodes"], caps["messages"]),
+            Layer.PROCEDURE: caps["procedures"],
+        }
+        keyword: dict[Layer, dict[str, float]] | None = None
+        if query.strip() and mode is not SearchMode.SEMANTIC:
+            # one keyword query for all three layers; the vector scan is shared the same way
+            everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
+            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
+        out: list[ScoredMemory] = []
+        for layer, cap in layers.items():
+            if cap == 0:
+                continue
+            limit = pool if cap is None else min(pool, max(cap * 3, 10))
+            flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
+            ranked = self._search.rank(
+                query,
+                flt,
+                mode=mode,
+                limit=limit,
+                keyword=None if keyword is None else keyword[layer],
+            )
+            out.extend(ranked if not query.strip() else self._qualifying(ranked, layer))
+        out.sort(key=lambda r: (-r.score, r.memory.id))
+        return out
+
+    def _qualifying(self, ranked: Sequence[ScoredMemory], layer: Layer) -> list[ScoredMemory]:
         cfg = self._search.scoring
         floor = cfg.similarity_floor(layer, self._search.model_id)
         return [
             r
             for r in ranked
             if (r.breakdown.semantic_similarity or 0.0) >= floor
-            or (r.breakdown.keyword_norm or 0.0) >= cfg.min_keyword_norm
+            or (r.breakdown.stream_relevance or 0.0) >= cfg.context_relevance
         ]
 
-    def _pack(
-        self, tier: TierName, ranked: list[ScoredMemory], limit: int, budget: int
-    ) -> tuple[ContextTier, str]:
-        tag = _TAGS[tier]
-        head, tail = f"<{tag}>\n", f"</{tag}>\n"
-        overhead = count_tokens(head + tail)
-        items: list[ContextItem] = []
-        used = overhead
-        dropped = 0
-        for r in ranked:
-            if len(items) >= limit:
-                break
-            line = render_item(r.memory)
-            cost = count_tokens(line)
-            if used + cost > budget:
-                dropped += 1
-                continue
-            used += cost
-            items.append(
-                ContextItem(
-                    memory_id=r.memory.id,
-                    layer=r.memory.layer,
-                    score=r.score,
-                    tokens=cost,
-                    text=line.rstrip("\n"),
-                    breakdown=r.breakdown,
-                )
-            )
-        if not items:
-            return ContextTier(name=tier, budget=budget, used=0, dropped=dropped), ""
-        body = head + "".join(i.text + "\n" for i in items) + tail
-        return ContextTier(name=tier, budget=budget, used=used, items=items, dropped=dropped), body
+
+def _largest(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else max(a, b)
+
+
+def _section(tier: TierName, items: Sequence[ContextItem]) -> str:
+    if not items:
+        return ""
+    tag = _TAGS[tier]
+    return f"<{tag}>\n" + "".join(i.text + "\n" for i in items) + f"</{tag}>\n"
 
 
 def _ms(start: float) -> float:

@@ -1,5 +1,9 @@
 """Learning from conversations: store messages, extract proposals, pass them to the lifecycle.
 
+Every stored message also becomes a searchable memory of its own (``extraction.turns``), so
+what was said can be found even when no rule kept it; extracted memories carry the time of the
+messages they came from and absolute dates beside relative ones (``extraction.dates``).
+
 ``extract`` reads a whole conversation (or a stored one's messages not yet extracted);
 ``add_messages`` appends to a growing conversation and extracts every N assistant messages over
 the last M messages. Both are idempotent on re-delivery: messages are deduplicated by their
@@ -29,10 +33,12 @@ from engram.extraction.conversation import (
     Role,
     Transcript,
 )
+from engram.extraction.dates import annotate
 from engram.extraction.proposals import Extraction, Proposal
 from engram.extraction.rules import Extractor, RuleExtractor
+from engram.extraction.turns import message_memories
 from engram.ids import new_id
-from engram.models import Layer
+from engram.models import Layer, NewMemory
 from engram.store.conversations import ConversationStore
 
 if TYPE_CHECKING:
@@ -40,6 +46,7 @@ if TYPE_CHECKING:
 
 MAX_MESSAGES = 5000
 MAX_MESSAGE_PAGE = 500
+MESSAGE_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -163,11 +170,25 @@ class ExtractionService:
             return self.get_conversation(conv.id, actor)
         return conv
 
-    def _append(self, conv: Conversation, messages: Sequence[NewMessage]) -> list[Message]:
+    def _append(
+        self, conv: Conversation, messages: Sequence[NewMessage], actor: Actor
+    ) -> list[Message]:
+        """Store the messages not stored yet, and each of them as a searchable memory."""
         if len(messages) > MAX_MESSAGES:
             raise InvalidInput(f"at most {MAX_MESSAGES} messages per call, got {len(messages)}")
         ids = [new_id("msg_") for _ in messages]
-        return self.conversations.append_messages(conv.id, messages, ids)
+        added = self.conversations.append_messages(conv.id, messages, ids)
+        if added:
+            first = added[0].position
+            before = (
+                self.conversations.messages(conv.id, after=first - 2, limit=1) if first > 1 else []
+            )
+            news = message_memories(conv, added, before[0] if before else None, now=self._clock())
+            for start in range(0, len(news), MESSAGE_BATCH):
+                self._engram.memories.add_many(
+                    news[start : start + MESSAGE_BATCH], actor, conv.environment_id
+                )
+        return added
 
     # -- extraction --------------------------------------------------------------------------
     def extract(
@@ -216,7 +237,7 @@ class ExtractionService:
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
             )
         conv = self.start(data.conversation, actor, environment)
-        added = self._append(conv, data.messages)
+        added = self._append(conv, data.messages, actor)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
@@ -239,7 +260,7 @@ class ExtractionService:
         conv = self.start(
             NewConversation(id=conversation_id, source=source, title=title), actor, environment
         )
-        added = self._append(conv, messages)
+        added = self._append(conv, messages, actor)
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
         name = getattr(self.extractor, "name", "rules")
@@ -311,18 +332,23 @@ class ExtractionService:
             # another delivery extracted these messages first
             return result.model_copy(update={"proposals": []})
         try:
-            outcomes, via = self._store(proposals, conv, actor)
+            outcomes, via = self._store(proposals, conv, actor, context)
         except BaseException:
             self.conversations.advance_extraction(conv.id, new_state, state)
             raise
         return result.model_copy(update={"outcomes": outcomes, "stored_via": via})
 
     def _store(
-        self, proposals: list[Proposal], conv: Conversation, actor: Actor
+        self,
+        proposals: list[Proposal],
+        conv: Conversation,
+        actor: Actor,
+        messages: Sequence[Message] = (),
     ) -> tuple[list[Outcome], str | None]:
         if not proposals:
             return [], None
-        news = [p.to_new_memory(conv.id) for p in proposals]
+        said = {m.id: m.created_at for m in messages if m.created_at is not None}
+        news = [_dated(p.to_new_memory(conv.id), p, said) for p in proposals]
         lifecycle: Any = getattr(self._engram, "lifecycle", None)
         if lifecycle is None:
             stored = self._engram.memories.add_many(news, actor, conv.environment_id)
@@ -334,6 +360,16 @@ class ExtractionService:
             decision = lifecycle.remember(new, actor, conv.environment_id)
             outcomes.append(_outcome(i, decision))
         return outcomes, "lifecycle.remember"
+
+
+def _dated(new: NewMemory, proposal: Proposal, said: dict[str, Any]) -> NewMemory:
+    """A proposal made when its messages were said: the latest of their times becomes the
+    memory's time, and relative dates in it get the absolute date beside them."""
+    times = [said[i] for i in proposal.source_message_ids if i in said]
+    if not times:
+        return new
+    at = max(times)
+    return new.model_copy(update={"created_at": at, "content": annotate(new.content, at)})
 
 
 def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:

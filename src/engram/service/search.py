@@ -1,5 +1,9 @@
 """Hybrid search: keyword (BM25) and semantic candidates fused into one relevance, ranked by the
-five-factor score, each result with its breakdown. Reading through search counts as an access."""
+five-factor score, each result with its breakdown.
+
+Relevance is comparable across queries (``retrieval.fusion``), and nothing whose relevance is
+below ``ScoringConfig.min_relevance`` is returned: a query that matches nothing finds nothing.
+Returning a result counts as an access of it (only of what is returned)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,10 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.embeddings.protocol import Embedder
 from engram.errors import InvalidInput
+from engram.extraction.turns import source_ids
 from engram.models import Layer, Memory, MemoryFilter, Status
-from engram.retrieval.fusion import Fused, fuse
+from engram.retrieval.coverage import coverage, terms
+from engram.retrieval.fusion import Fused, calibrated, fuse
 from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
 from engram.retrieval.provenance import Provenance, adjust
 from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
@@ -108,7 +114,12 @@ class SearchService:
         now = self._clock()
         if not query.strip():
             return self._rank_without_query(flt, limit, now)
-        fused = self._candidates_for(query, flt, mode, max(self._candidates, limit * 3), keyword)
+        loaded: dict[str, Memory] = {}
+        fused = self._candidates_for(
+            query, flt, mode, max(self._candidates, limit * 3), keyword, loaded
+        )
+        floor = self.scoring.min_relevance
+        fused = {i: f for i, f in fused.items() if f.relevance >= floor}
         if not fused:
             return []
         # score every candidate from a few columns; load whole memories only for those returned
@@ -129,7 +140,9 @@ class SearchService:
             scored.append((total(values, weights), fields.memory_id, f, a, values, weights))
         scored.sort(key=lambda s: (-s[0], s[1]))
         top = scored[:limit]
-        memories = {m.id: m for m in self._store.get([s[1] for s in top])}
+        memories = {i: loaded[i] for i in (s[1] for s in top) if i in loaded}
+        missing = [s[1] for s in top if s[1] not in memories]
+        memories.update((m.id, m) for m in self._store.get(missing))
         return [
             ScoredMemory(
                 memory=memories[memory_id],
@@ -146,6 +159,7 @@ class SearchService:
                     author_named=a.author_named,
                     thread_support=a.thread_support,
                 ),
+                sources=source_ids(memories[memory_id]),
             )
             for value, memory_id, f, a, values, weights in top
             if memory_id in memories
@@ -171,7 +185,10 @@ class SearchService:
         mode: SearchMode,
         k: int,
         known: dict[str, float] | None = None,
+        loaded: dict[str, Memory] | None = None,
     ) -> dict[str, Fused]:
+        """Every candidate of either stream, fused; ``loaded`` receives the memories read to
+        measure keyword coverage."""
         keyword: dict[str, float] = {}
         similarity: dict[str, float] = {}
         hits: set[str] = set()
@@ -194,9 +211,11 @@ class SearchService:
                 if missing:
                     similarity.update(self._store.vector_scores(vector, model, missing))
         if mode is SearchMode.SEMANTIC:
+            low, high = self.scoring.similarity_range(self.model_id)
             return {
-                i: Fused(max(0.0, s), None, None, s, max(0.0, s), True)
+                i: Fused(c, None, None, s, c, True)
                 for i, s in similarity.items()
+                if (c := calibrated(s, low, high)) is not None
             }
         return fuse(
             keyword,
@@ -204,8 +223,24 @@ class SearchService:
             self.scoring.keyword_weight,
             self.scoring.semantic_weight,
             hits,
-            self.scoring.similarity_baseline(self.model_id),
+            self.scoring.similarity_range(self.model_id),
+            self._coverage(query, keyword, loaded if loaded is not None else {}),
         )
+
+    def _coverage(
+        self, query: str, keyword: dict[str, float], loaded: dict[str, Memory]
+    ) -> dict[str, float]:
+        """How much of the query each keyword candidate contains (reading the candidates)."""
+        if not keyword:
+            return {}
+        wanted = terms(query)
+        for memory in self._store.get(list(keyword)):
+            loaded[memory.id] = memory
+        return {
+            i: coverage(wanted, m.search_text(), m.keyword_context)
+            for i, m in loaded.items()
+            if i in keyword
+        }
 
     def _query_vector(self, embedder: Embedder, query: str) -> Vector:
         # context assembly ranks each layer for the same query: embed it once

@@ -17,9 +17,14 @@ class ContextIn(BaseModel):
     query: str = Field(default="", max_length=2000, description="empty: a start-of-session brief")
     environment: str | None = None
     max_tokens: int = Field(default=2000, ge=1, le=1_000_000)
-    max_facts: int = Field(default=15, ge=0, le=100)
-    max_episodes: int = Field(default=3, ge=0, le=100)
-    max_procedures: int = Field(default=3, ge=0, le=100)
+    max_facts: int | None = Field(
+        default=None, ge=0, le=1000, description="a cap on facts; none: as many as fit"
+    )
+    max_messages: int | None = Field(
+        default=None, ge=0, le=1000, description="a cap on conversation messages"
+    )
+    max_episodes: int | None = Field(default=None, ge=0, le=1000)
+    max_procedures: int | None = Field(default=None, ge=0, le=1000)
     mode: SearchMode = SearchMode.HYBRID
 
 
@@ -32,6 +37,7 @@ def _assemble(
         environment=body.environment,
         max_tokens=body.max_tokens,
         max_facts=body.max_facts,
+        max_messages=body.max_messages,
         max_episodes=body.max_episodes,
         max_procedures=body.max_procedures,
         mode=body.mode,
