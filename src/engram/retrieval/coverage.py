@@ -11,12 +11,15 @@ counts half.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from engram.text import content_words
 
 _SUFFIXES = ("ings", "ing", "edly", "ed", "ly", "s")
 CONTEXT_SHARE = 0.5
 
 
+@lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -26,6 +29,7 @@ def stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
+@lru_cache(maxsize=20_000)
 def terms(text: str) -> frozenset[str]:
     """The stemmed content words of ``text``."""
     return frozenset(stem(w) for w in content_words(text))

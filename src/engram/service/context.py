@@ -81,7 +81,7 @@ _TAGS: dict[TierName, str] = {
 MIN_TOKENS, MAX_TOKENS = 64, 200_000
 MAX_ITEMS = 1000
 KEYWORD_POOL = 100
-TOKENS_PER_CANDIDATE = 15
+TOKENS_PER_CANDIDATE = 25
 """Candidates ranked per layer: one per this many tokens of budget (20 to 200)."""
 
 
@@ -136,6 +136,8 @@ class _Packing:
     facts_from: set[str] = field(default_factory=set)
     """Message ids that a packed fact was read from."""
     texts: set[str] = field(default_factory=set)
+    lines: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Each candidate's rendered line and its tokens, rendered once."""
     dropped: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     duplicates: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     overhead: dict[TierName, int] = field(
@@ -175,8 +177,11 @@ class _Packing:
             self.duplicates[tier] += 1
             self.chosen.add(memory.id)
             return False
-        line = render_item(memory)
-        cost = count_tokens(line) + (0 if self.items[tier] else self.overhead[tier])
+        if memory.id not in self.lines:
+            rendered = render_item(memory)
+            self.lines[memory.id] = (rendered, count_tokens(rendered))
+        line, tokens = self.lines[memory.id]
+        cost = tokens + (0 if self.items[tier] else self.overhead[tier])
         if self.used + cost > min(limit, self.budget):
             self.dropped[tier] += 1
             return False
@@ -195,7 +200,7 @@ class _Packing:
                     memory_id=memory.id,
                     layer=memory.layer,
                     score=r.score,
-                    tokens=count_tokens(line),
+                    tokens=tokens,
                     text=line.rstrip("\n"),
                     breakdown=r.breakdown,
                     said_on=said_on(memory),
@@ -366,6 +371,7 @@ class ContextService:
             everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
             keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
         out: list[ScoredMemory] = []
+        loaded: dict[str, Memory] = {}  # read once for every layer
         for layer, cap in layers.items():
             if cap == 0:
                 continue
@@ -377,6 +383,7 @@ class ContextService:
                 mode=mode,
                 limit=limit,
                 keyword=None if keyword is None else keyword[layer],
+                loaded=loaded,
             )
             out.extend(ranked if not query.strip() else self._qualifying(ranked, layer))
         out.sort(key=lambda r: (-r.score, r.memory.id))

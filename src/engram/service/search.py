@@ -101,10 +101,12 @@ class SearchService:
         mode: SearchMode,
         limit: int,
         keyword: dict[str, float] | None = None,
+        loaded: dict[str, Memory] | None = None,
     ) -> list[ScoredMemory]:
         """Rank memories matching ``flt`` (environment already resolved) for ``query``.
         ``keyword``: BM25 hits already fetched by the caller (context assembly fetches them
-        once for every layer)."""
+        once for every layer); ``loaded``: memories the caller has read already (it receives
+        those read here)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         if len(query) > MAX_QUERY_CHARS:
@@ -114,7 +116,7 @@ class SearchService:
         now = self._clock()
         if not query.strip():
             return self._rank_without_query(flt, limit, now)
-        loaded: dict[str, Memory] = {}
+        loaded = {} if loaded is None else loaded
         fused = self._candidates_for(
             query, flt, mode, max(self._candidates, limit * 3), keyword, loaded
         )
@@ -234,7 +236,7 @@ class SearchService:
         if not keyword:
             return {}
         wanted = terms(query)
-        for memory in self._store.get(list(keyword)):
+        for memory in self._store.get([i for i in keyword if i not in loaded]):
             loaded[memory.id] = memory
         return {
             i: coverage(wanted, m.search_text(), m.keyword_context)
