@@ -121,7 +121,7 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
 
     found = await call("recall", query="pnpm", **where)
     assert found["items"][0]["id"] == fact and "pnpm" in found["items"][0]["line"]
-    assert found["result_tokens"] > 0 and "details" not in found
+    assert found["result_tokens"] > 0 and found.get("details") is None
     full = await call("recall", query="pnpm", details=True, **where)
     assert set(full["details"][0]["breakdown"]) >= {"relevance", "importance", "recency"}
     assert full["result_tokens"] > found["result_tokens"]
