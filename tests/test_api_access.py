@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from engram.accounts import Scope
 from tests import test_api_live
@@ -67,6 +68,7 @@ def _every_endpoint(env_id: str, ids: dict[str, str]) -> list[tuple[str, str, di
     return calls
 
 
+@pytest.mark.slow
 def test_isolation_matrix_and_roles(live: Live) -> None:
     with live.client(live.owner_token) as a:
         env_id, ids = _seed(a)

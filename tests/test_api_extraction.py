@@ -13,11 +13,11 @@ from engram import Layer, NewMemory, NotFound, PermissionDenied
 from engram.accounts import Role, Scope
 from engram.extraction import NewMessage
 from engram.extraction.conversation import NewConversation
+from engram.extraction.results import ConversationInput
 from engram.lifecycle.report import Outcome
+from engram.lifecycle.reviews import ReviewStatus
 from engram.models import Status
 from engram.sdk import AsyncClient, Client
-from engram.service.extraction import ConversationInput
-from engram.store.reviews import ReviewStatus
 from tests import test_api_live
 from tests.test_api_live import Live
 
@@ -63,7 +63,8 @@ def test_extract_dry_run_then_store_then_redeliver(live: Live) -> None:
             messages=CHAT,
         )
         done = c.extraction.extract(chat, env.id)
-        assert done.conversation_id == "chat-42" and done.messages_added == 3
+        assert done.conversation_id == c.extraction.get_conversation("chat-42").id
+        assert done.messages_added == 3
         assert {o.action for o in done.outcomes} == {"created"}
         assert done.stored_via == "lifecycle.remember"
         stored = {m.content for m in c.facts.list(environment=env.id).items}
@@ -146,6 +147,7 @@ def test_async_extraction(live: Live) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_strangers_get_404_and_read_keys_403(live: Live) -> None:
     with Client(live.url, live.owner_token) as c:
         env = c.environments.create("mine")
@@ -166,7 +168,6 @@ def test_strangers_get_404_and_read_keys_403(live: Live) -> None:
             ),
             ("GET", "/api/v1/conversations/c-1", {}),
             ("GET", "/api/v1/conversations/c-1/messages", {}),
-            ("POST", "/api/v1/conversations/c-1/messages", {"json": {"messages": msgs}}),
             ("POST", "/api/v1/conversations/c-1/extract", {"json": {}}),
             ("POST", f"/api/v1/memories/{fact.id}/feedback", {"json": {"kind": "wrong"}}),
             ("POST", f"/api/v1/memories/{fact.id}/undo", {}),
@@ -181,6 +182,8 @@ def test_strangers_get_404_and_read_keys_403(live: Live) -> None:
             _error(r, 404, "not_found")
     with Client(live.url, bob_token) as b2, pytest.raises(NotFound):
         b2.extraction.get_conversation("c-1")
+    with Client(live.url, live.owner_token) as c:
+        owners_c1 = c.extraction.get_conversation("c-1").id
 
     with Client(live.url, reader.token) as ro:
         assert ro.extraction.get_conversation("c-1").environment_id == env.id
@@ -196,7 +199,10 @@ def test_strangers_get_404_and_read_keys_403(live: Live) -> None:
     with Client(live.url, live.owner_token) as c:
         c.environments.share(env.id, bob, Role.READER)
     with Client(live.url, bob_token) as b2:
-        assert b2.extraction.get_conversation("c-1").id == "c-1"
+        # caller ids are per user: a member reaches the owner's conversation by Engram's id
+        with pytest.raises(NotFound):
+            b2.extraction.get_conversation("c-1")
+        assert b2.extraction.get_conversation(owners_c1).external_id == "c-1"
         with pytest.raises(PermissionDenied):
             b2.lifecycle.feedback(fact.id, "wrong")
 

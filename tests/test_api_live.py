@@ -6,13 +6,15 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
+from starlette.types import ASGIApp
 
 from engram import LOCAL, Engram, Settings
 from engram.accounts import Scope
@@ -40,22 +42,15 @@ class Live:
         return user.id, key.token
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
-    home = tmp_path / "server-home"
-    engram = Engram.open(Settings.load(home))
-    issued = bootstrap(engram, home)
-    assert issued is not None
+@contextmanager
+def running(make_app: Callable[[int], ASGIApp]) -> Iterator[str]:
+    """Serve ``make_app(port)`` with uvicorn on a free loopback port for the block; yields its
+    URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(engram, ServerSettings(port=port)),
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-    )
+    config = uvicorn.Config(make_app(port), log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -64,13 +59,25 @@ def live(tmp_path: Path) -> Iterator[Live]:
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.02)
     try:
-        yield Live(f"http://127.0.0.1:{port}", engram, issued.token, home)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=15)
         sock.close()
-        engram.close()
         assert not thread.is_alive()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Live]:
+    home = tmp_path / "server-home"
+    engram = Engram.open(Settings.load(home))
+    issued = bootstrap(engram, home)
+    assert issued is not None
+    try:
+        with running(lambda port: create_app(engram, ServerSettings(port=port))) as url:
+            yield Live(url, engram, issued.token, home)
+    finally:
+        engram.close()
 
 
 def test_health_ready_metrics_docs(live: Live) -> None:

@@ -43,6 +43,7 @@ def api_app(tmp_path: Path) -> Iterator[FastAPI]:
     engram.close()
 
 
+@pytest.mark.slow
 def test_api_conforms_to_its_schema(api_app: FastAPI) -> None:
     schema = schemathesis.openapi.from_asgi("/openapi.json", api_app)
     headers = {"Authorization": f"Bearer {_TOKEN['value']}"}

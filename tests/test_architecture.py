@@ -1,12 +1,34 @@
-"""Layering kept honest: the core never imports an edge's framework."""
+"""Layering kept honest (ARCHITECTURE.md draws the map these tests enforce):
+
+- the core never imports an edge's framework, and only the store speaks SQL;
+- the core (models, store, retrieval, lifecycle, soul, extraction, embeddings and the
+  top-level data modules) never imports the service layer or an edge;
+- the edges (api, mcp, cli, sdk, web) never import each other; ``engram.servers``, the
+  composition root of the long-running processes, joins them;
+- no import cycle among modules. Every import counts: at the top of a module, inside a function
+  (a lazy import still ties the two modules together) and under ``TYPE_CHECKING`` (the types
+  depend on each other just the same). Importing ``a.b.c`` also runs ``a/__init__`` and
+  ``a/b/__init__``, so those are edges too;
+- ``import engram.sdk`` loads neither numpy nor the server stack.
+"""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "engram"
 EDGES = {"cli", "api", "mcp", "web", "sdk"}
+SERVICE = "service"
+ROOTS = {"servers", "__init__", "__main__"}
+"""Composition roots (engram.servers) and the package itself (its ``Engram`` loads lazily)."""
+KNOWN_CYCLES: set[frozenset[str]] = {
+    # ExtractionService is handed the whole Engram (issue 14, item 2: give it its services)
+    frozenset({"engram.service.engram", "engram.service.extraction"}),
+}
 FRAMEWORKS = {"typer", "click", "rich", "fastapi", "starlette", "uvicorn", "mcp", "httpx"}
 
 
@@ -25,7 +47,7 @@ def test_core_does_not_import_edge_frameworks() -> None:
     offenders = []
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC)
-        if rel.parts[0] in EDGES:
+        if rel.parts[0] in EDGES or rel == Path("servers.py"):
             continue
         bad = imports(path) & FRAMEWORKS
         # outbound HTTP clients of model providers (embeddings, LLM extraction) may use httpx
@@ -51,3 +73,129 @@ def test_modules_stay_small() -> None:
         if (n := len(p.read_text().splitlines())) > 600
     ]
     assert big == []
+
+
+# -- the module graph --------------------------------------------------------------------------
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _absolute(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if MODULES[module].name != "__init__.py":
+        base = base[:-1]
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def engram_imports(module: str) -> set[str]:
+    """The engram modules that importing ``module`` may run: every import in it, wherever it
+    stands, with the packages on the way (a name imported from a package that is a module
+    counts as that module)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = _absolute(module, node)
+            names = [target] + [f"{target}.{a.name}" for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):
+                candidate = ".".join(parts[:i])
+                # a module's own parent packages are already being imported when it runs
+                if candidate in MODULES and not (module + ".").startswith(candidate + "."):
+                    out.add(candidate)
+    out.discard(module)
+    return out
+
+
+GRAPH = {m: engram_imports(m) for m in MODULES}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_the_core_never_imports_the_service_layer_or_an_edge() -> None:
+    offenders = [
+        f"{m} -> {t}"
+        for m, targets in GRAPH.items()
+        if layer(m) not in EDGES | ROOTS | {SERVICE}
+        for t in targets
+        if layer(t) in EDGES | {SERVICE, "servers"}
+    ]
+    assert offenders == []
+
+
+def test_edges_never_import_each_other() -> None:
+    offenders = [
+        f"{m} -> {t}"
+        for m, targets in GRAPH.items()
+        if layer(m) in EDGES
+        for t in targets
+        if layer(t) in EDGES and layer(t) != layer(m)
+    ]
+    assert offenders == []
+
+
+def cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: set[frozenset[str]] = set()
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.add(frozenset(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_package() -> None:
+    graph = {"a": {"a.b"}, "a.b": {"c"}, "c": {"a"}, "d": {"c"}}
+    assert cycles(graph) == {frozenset({"a", "a.b", "c"})}
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(GRAPH) == KNOWN_CYCLES  # fix one, then drop it from KNOWN_CYCLES
+
+
+def test_the_sdk_loads_neither_numpy_nor_the_server_stack() -> None:
+    code = "import json, sys, engram.sdk; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    heavy = {"numpy", "argon2", "fastapi", "starlette", "uvicorn", "mcp", "typer", "psycopg"}
+    assert loaded & heavy == set()
+    assert {m for m in loaded if m.startswith(("engram.service", "engram.store"))} == set()
+    assert "httpx" in loaded and "engram.sdk.client" in loaded  # the check itself is live

@@ -13,7 +13,7 @@ INDEXES = {"user_id": "audit_log_user", "environment_id": "audit_log_env"}
 
 def test_sqlite_newest_entries_need_no_sort(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "a.db")
-    conn = store.reader()
+    conn = store.db.reader()
     for column in ("user_id", "environment_id"):
         plan = " ".join(
             str(r[3])

@@ -110,6 +110,7 @@ def test_bad_input_is_one_clear_line(
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_entry_point_runs_without_traceback(tmp_path: Path) -> None:
     env = {"ENGRAM_HOME": str(tmp_path / "x"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(

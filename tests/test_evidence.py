@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from engram import LOCAL, Engram, Layer, NewMemory
 from engram.extraction.conversation import NewConversation, NewMessage, Role
 from engram.extraction.dates import annotate
+from engram.extraction.results import ConversationInput
 from engram.retrieval.models import SearchMode
-from engram.service.extraction import ConversationInput
 from engram.tokens import count_tokens
 
 SAID = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)
@@ -25,7 +25,7 @@ def deliver(e: Engram, messages: list[tuple[str, str]]) -> str:
         ],
     )
     result = e.extraction.extract(data, LOCAL)
-    assert result.conversation_id == "chat-1"
+    assert result.conversation_id is not None  # Engram's own id; "chat-1" is the caller's
     return result.conversation_id
 
 
@@ -33,7 +33,7 @@ def test_a_fact_said_once_and_never_extracted_is_found_by_search_and_context(
     semantic_engram: Engram,
 ) -> None:
     e = semantic_engram
-    deliver(
+    conv = deliver(
         e,
         [
             ("Mel", "Hi! How was the weekend?"),
@@ -41,7 +41,7 @@ def test_a_fact_said_once_and_never_extracted_is_found_by_search_and_context(
             ("Mel", "Ha, nice."),
         ],
     )
-    stored = e.extraction.conversations.messages("chat-1")
+    stored = e.extraction.conversations.messages(conv)
     extracted = [
         m
         for m in e.memories.list_memories(LOCAL, limit=100).items
@@ -52,7 +52,7 @@ def test_a_fact_said_once_and_never_extracted_is_found_by_search_and_context(
     found = e.search.search(LOCAL, "pelican bowl", count_access=False).items
     assert found and "pelican" in found[0].memory.content
     top = found[0]
-    assert top.memory.author == "Caroline" and top.memory.thread == "chat-1"
+    assert top.memory.author == "Caroline" and top.memory.thread == conv
     assert top.memory.created_at == SAID and top.sources == [stored[1].id]
     ctx = e.context.assemble(LOCAL, "what did Caroline make in pottery class?", preview=True)
     assert "(2023-05-08) Caroline: Great, the pottery class made a bowl" in ctx.text
@@ -63,7 +63,7 @@ def test_a_fact_said_once_and_never_extracted_is_found_by_search_and_context(
     before = e.memories.list_memories(LOCAL, limit=100).total
     deliver(e, [("Mel", "Hi! How was the weekend?")])
     assert e.memories.list_memories(LOCAL, limit=100).total == before
-    assert e.extraction.conversations.count_messages("chat-1") == 3
+    assert e.extraction.conversations.count_messages(conv) == 3
 
 
 def test_extracted_fact_is_dated_by_its_message_and_resolves_relative_dates(

@@ -53,7 +53,7 @@ def test_extract_stores_our_format_once(capsys: pytest.CaptureFixture[str], tmp_
         )
     )
     code, out, _ = run(capsys, "--home", home, "extract", str(file))
-    assert code == 0 and "conversation exp-1: 3 new messages" in out
+    assert code == 0 and "3 new messages" in out
     code, out, _ = run(capsys, "--home", home, "list", "--json")
     stored = len(json.loads(out)["items"])
     assert stored >= 2

@@ -18,11 +18,11 @@ from pydantic import SecretStr
 from engram import LOCAL, Engram
 from engram.extraction import NewConversation, NewMessage
 from engram.extraction.providers import ProviderConfig, ProviderKind
+from engram.extraction.results import ConversationInput
 from engram.models import Layer
-from engram.service.extraction import ConversationInput
 from engram.service.providers import open_providers
 from engram.store.sqlite import SQLiteStore
-from tests.sql import query
+from tests.sql import backend, query
 
 API_KEY = "sk-test-5f8e2d1c9b7a4e3f"
 
@@ -169,7 +169,8 @@ def test_failures_fall_back_to_the_rules(
     contents = [p.content for p in result.proposals]
     assert "Dana prefers Postgres over MySQL." in contents
     # the conversation is kept, and what the rules found was stored
-    assert len(engram.extraction.conversations.messages("llm-1")) == 2
+    kept = engram.extraction.get_conversation("llm-1", LOCAL)  # the caller's own id
+    assert len(engram.extraction.conversations.messages(kept.id)) == 2
     assert result.outcomes and all(o.memory_id for o in result.outcomes)
 
 
@@ -200,8 +201,9 @@ def test_api_key_is_encrypted_at_rest_and_never_logged(
     rows = query(engram.store, "SELECT * FROM llm_providers")
     assert rows and API_KEY.encode() not in repr(rows).encode()
     engram.close()  # checkpoint the WAL into the main file
-    if isinstance(engram.store, SQLiteStore):
-        db = engram.store.path
+    raw = backend(engram.store)
+    if isinstance(raw, SQLiteStore):
+        db = raw.path
         for path in (db, Path(f"{db}-wal")):
             if path.exists():
                 assert API_KEY.encode() not in path.read_bytes()

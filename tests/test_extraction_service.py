@@ -10,8 +10,9 @@ import pytest
 from engram import LOCAL, Engram, Layer, Memory, NewMemory
 from engram.errors import InvalidInput, NotFound
 from engram.extraction import NewConversation, NewMessage
+from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter
-from engram.service.extraction import ConversationInput, ExtractionConfig, ExtractionService
+from engram.service.extraction import ExtractionConfig, ExtractionService
 from engram.store.conversations import conversation_store_for
 
 
@@ -45,17 +46,18 @@ def test_extract_stores_proposals_and_the_conversation(engram: Engram) -> None:
         messages=CHAT,
     )
     result = engram.extraction.extract(data, LOCAL)
-    assert result.conversation_id == "chat-1" and result.messages_added == 4
+    conv = engram.extraction.get_conversation("chat-1", LOCAL)  # the caller's own id
+    assert conv.external_id == "chat-1" and conv.owner == LOCAL.user_id
+    assert result.conversation_id == conv.id and result.messages_added == 4
     expected = "lifecycle.remember" if hasattr(engram, "lifecycle") else "memories.add_many"
     assert result.stored_via == expected
     stored = {m.content: m for m in all_memories(engram)}
     fact = stored["The user is allergic to shellfish, remember that for team dinners."]
     assert fact.source == "extracted" and fact.category == "constraint"
-    assert fact.metadata["conversation_id"] == "chat-1"
+    assert fact.metadata["conversation_id"] == conv.id
     assert any(m.layer is Layer.EPISODE for m in stored.values())
-    conv = engram.extraction.get_conversation("chat-1", LOCAL)
     assert (conv.source, conv.title) == ("chatgpt", "DB choice")
-    assert [m.position for m in engram.extraction.conversations.messages("chat-1")] == [1, 2, 3, 4]
+    assert [m.position for m in engram.extraction.conversations.messages(conv.id)] == [1, 2, 3, 4]
 
 
 def test_redelivery_is_idempotent(engram: Engram) -> None:
@@ -114,7 +116,8 @@ def test_incremental_cadence_every_n_assistant_messages(engram: Engram) -> None:
     episodes = [p for r in results for p in r.proposals if p.layer is Layer.EPISODE]
     assert len(episodes) == 3
     assert all(o.memory_id for r in results for o in r.outcomes)
-    assert service.conversations.extraction_state("live").assistant_messages == 6
+    live = service.get_conversation("live", LOCAL).id
+    assert service.conversations.extraction_state(live).assistant_messages == 6
 
 
 def test_defaults_are_five_and_twenty(engram: Engram) -> None:

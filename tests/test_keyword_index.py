@@ -25,7 +25,7 @@ def test_common_terms_are_dropped_rare_ones_kept(tmp_path: Path) -> None:
     items.append(NewMemory(content="the service of zanzibar handles payments"))
     for start in range(0, len(items), 500):
         e.memories.add_many(items[start : start + 500], LOCAL)
-    conn = store.reader()
+    conn = store.db.reader()
     # 'service' and 'handles' are in every row: they would make FTS5 score all of them
     assert fts.query_terms(conn, "which service handles zanzibar") == ["zanzibar"]
     # a single word is never dropped

@@ -14,7 +14,7 @@ from engram import LOCAL, Engram, MemoryFilter, NewMemory, Status
 from engram.errors import Conflict, InvalidInput
 from engram.lifecycle import Outcome
 from engram.lifecycle.dedup import jaccard, word_set
-from engram.store.reviews import ReviewStatus
+from engram.lifecycle.reviews import ReviewStatus
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.api.settings import ServerSettings
+from engram.config import ServerSettings
 from engram.errors import InvalidInput
 from engram.mcp.http import base_url, transport_security
 from tests.test_mcp_transports import INITIALIZE, MCP_HEADERS, engram_cli, running_server
@@ -76,12 +76,14 @@ def initialize(url: str, token: str, host: str) -> int:
     return httpx.post(url + "/mcp", json=INITIALIZE, headers=headers, timeout=10).status_code
 
 
+@pytest.mark.slow
 def test_a_server_on_all_addresses_is_reachable_by_any_name(tmp_path: Path) -> None:
     with serving([], tmp_path / "home") as (url, token):
         assert initialize(url, token, "memory.example.com") == 200
         assert initialize(url, "egm_wrong", "memory.example.com") == 401
 
 
+@pytest.mark.slow
 def test_an_allow_list_is_enforced(tmp_path: Path) -> None:
     args = ["--public-url", "https://memory.example.com", "--allowed-host", "10.1.2.3"]
     with serving(args, tmp_path / "home") as (url, token):

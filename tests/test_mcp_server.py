@@ -48,6 +48,7 @@ def client(engram: Engram, mode: str, actor: Actor = LOCAL, env: str | None = No
     return Client(build_server(Binding(engram, actor, env)), mode=mode)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_every_tool_in_both_eras(semantic_engram: Engram, mode: str) -> None:

@@ -88,6 +88,7 @@ def stdio(home: Path, cwd: Path, *args: str, **env: str) -> StdioServerParameter
     )
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_stdio_every_tool(tmp_path: Path, project: Path, mode: str) -> None:
@@ -111,6 +112,7 @@ def run_cli(home: Path, *args: str) -> None:
     assert main(["--home", str(home), *args]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_stdio_environment_and_token_from_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -140,6 +142,7 @@ async def test_stdio_environment_and_token_from_env(
     assert "invalid or revoked API key" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_inspector_cli_lists_and_calls_tools(tmp_path: Path, project: Path) -> None:
     assert INSPECTOR.exists(), "run scripts/test (npm ci --prefix tests/mcp_inspector)"
@@ -244,6 +247,7 @@ def running_server(home: Path, *args: str) -> Iterator[str]:
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_http_every_tool(served: Served, mode: str) -> None:
@@ -260,6 +264,7 @@ async def test_http_every_tool(served: Served, mode: str) -> None:
         await exercise(c, env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_environment_isolation(served: Served) -> None:
     async with served.client(served.token) as owner:
@@ -281,6 +286,7 @@ async def test_http_environment_isolation(served: Served) -> None:
     assert [e["name"] for e in envs.structured_content["environments"]] == ["default"]
 
 
+@pytest.mark.slow
 def test_http_auth_and_origin(served: Served) -> None:
     with httpx.Client(base_url=served.url, timeout=10, headers=MCP_HEADERS) as http:
         anonymous = http.post("/mcp", json=INITIALIZE)
@@ -291,6 +297,7 @@ def test_http_auth_and_origin(served: Served) -> None:
         root = http.get("/.well-known/oauth-protected-resource")
         scoped = http.get("/.well-known/oauth-protected-resource/mcp")
         rest_404 = http.get("/api/v1/nothing-here", headers=good)
+        oauth_server = http.get("/.well-known/oauth-authorization-server")
     for response in (anonymous, wrong):
         assert response.status_code == 401
         challenge = response.headers["www-authenticate"]
@@ -304,10 +311,15 @@ def test_http_auth_and_origin(served: Served) -> None:
         assert metadata.status_code == 200
         assert metadata.json()["resource"] == served.url + "/mcp"
         assert metadata.json()["bearer_methods_supported"] == ["header"]
+        # no authorization server exists (yet): the metadata names none, so that no client goes
+        # looking for one (RFC 9728 makes the field optional)
+        assert "authorization_servers" not in metadata.json()
+    assert oauth_server.status_code == 404
     # the REST app keeps its own error body for routes it does not have
     assert rest_404.json()["error"]["code"] == "not_found"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_revoked_or_missing_token_cannot_connect(served: Served) -> None:
     for token in (None, "egm_revoked-or-unknown"):

@@ -14,12 +14,12 @@ from engram import LOCAL, Engram, MemoryPatch, NewMemory
 from engram.accounts import Role, Scope
 from engram.cli import main
 from engram.extraction import NewConversation, NewMessage
-from engram.service.extraction import ConversationInput
+from engram.extraction.results import ConversationInput
+from engram.lifecycle.reviews import ReviewItem
 from engram.store import open_store
 from engram.store.copy import copy_store, verify
 from engram.store.protocol import EmbeddingUpdate
 from engram.store.providers import ProviderRecord, provider_store_for
-from engram.store.reviews import ReviewItem
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
 
@@ -61,6 +61,7 @@ def _fill(engram: Engram) -> None:
     )
 
 
+@pytest.mark.slow
 def test_sqlite_to_postgres_and_back(tmp_path: Path, pg_url: str, clock: FakeClock) -> None:
     src_path = tmp_path / "src.db"
     engram = Engram(SQLiteStore(src_path), clock=clock)

@@ -90,6 +90,7 @@ def servers(
                 proc.wait()
 
 
+@pytest.mark.slow
 def test_four_servers_on_one_postgres(servers: tuple[list[str], str], pg_url: str) -> None:
     urls, token = servers
     auth = {"Authorization": f"Bearer {token}"}

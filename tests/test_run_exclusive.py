@@ -47,7 +47,7 @@ def test_sqlite_takes_over_a_lock_left_by_a_dead_process(store: Store) -> None:
     if not isinstance(store, SQLiteStore):
         pytest.skip("PostgreSQL releases advisory locks itself when a session ends")
     dead = f"{socket.gethostname()}:999999999:x"
-    with store.tx() as conn:
+    with store.db.tx() as conn:
         conn.execute("INSERT INTO run_locks (name, holder) VALUES ('job', ?)", (dead,))
     with store.run_exclusive("job") as got:
         assert got

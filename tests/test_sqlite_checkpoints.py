@@ -90,7 +90,7 @@ def test_a_store_dropped_without_close_stops_its_thread(tmp_path: Path) -> None:
 def test_environment_lookups_while_a_write_holds_the_lock(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "e.db")
     env = Engram(store).environments.ensure_default(LOCAL)
-    with store.tx_lock():  # the writer's connection is busy: lookups go through a reader
+    with store.db.tx_lock():  # the writer's connection is busy: lookups go through a reader
         assert store.find_environment(env.owner, env.name) == env
         assert store.get_environment(env.id) == env
         assert store.get_environment("env_missing") is None

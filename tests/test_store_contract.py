@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from engram.errors import Conflict
 from engram.models import (
     Action,
     Environment,
@@ -102,7 +103,7 @@ def test_write_upserts_and_appends_versions(store: Store) -> None:
 def test_a_failed_write_leaves_nothing(store: Store) -> None:
     _env(store)
     store.write([_change(_memory("m1", "first"))])
-    with pytest.raises(Exception):  # noqa: B017 - each backend raises its own integrity error
+    with pytest.raises(Conflict):  # both backends translate their integrity error
         # version 1 of m1 exists already: the whole batch must roll back
         store.write([_change(_memory("m2", "second")), _change(_memory("m1", "again"))])
     assert [m.content for m in store.get(["m1", "m2"])] == ["first"]

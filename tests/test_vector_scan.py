@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
 from engram.store import EmbeddingUpdate
@@ -46,6 +47,7 @@ def fill(engram: Engram, store: SQLiteStore, vectors: np.ndarray, env: str) -> l
     return ids
 
 
+@pytest.mark.slow
 def test_two_stage_scan_returns_the_exact_top_k(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
     centres = rng.standard_normal((12, DIM)).astype(np.float32)

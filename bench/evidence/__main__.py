@@ -30,9 +30,9 @@ from bench.locomo.data import DEFAULT_PATH, Conversation, Question, load
 from engram import LOCAL, Engram, Settings
 from engram.embeddings import load_embedder
 from engram.extraction.conversation import NewConversation, NewMessage, Role
+from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter
 from engram.retrieval.models import AssembledContext
-from engram.service.extraction import ConversationInput
 from engram.store import open_store
 from engram.tokens import count_tokens
 

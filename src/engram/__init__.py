@@ -7,6 +7,8 @@ The public API is small and pinned by ``tests/test_public_api.py``::
         engram.memories.add(NewMemory(content="I prefer tabs"), LOCAL)
 """
 
+from typing import TYPE_CHECKING
+
 from engram.actors import LOCAL, Actor
 from engram.config import Settings
 from engram.errors import (
@@ -32,9 +34,22 @@ from engram.models import (
     Source,
     Status,
 )
-from engram.service import Engram
+
+if TYPE_CHECKING:
+    from engram.service import Engram
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # Engram (the service stack: numpy, argon2, the stores) loads on first use, so that
+    # ``import engram.sdk`` and the data models stay light
+    if name == "Engram":
+        from engram.service import Engram
+
+        return Engram
+    raise AttributeError(f"module 'engram' has no attribute {name!r}")
+
 
 __all__ = [
     "LOCAL",

@@ -199,6 +199,11 @@ class Memory(_Frozen):
     keyword_context: str = ""
     thread: str | None = None
     version: int = 1
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Secrets the scrubber removed from this memory's text by the write that "
+        "returned it (or made this version), as kind -> count; empty on plain reads.",
+    )
 
     def keyword_text(self) -> str:
         """What the keyword index holds: the search text plus any keyword-only context."""

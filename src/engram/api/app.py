@@ -1,4 +1,5 @@
 """The app factory: the REST API over one :class:`Engram`, configured by :class:`ServerSettings`.
+``engram serve`` runs it with MCP mounted beside it (:func:`engram.servers.http_app`).
 
 Adding a resource is one module in ``engram.api.routers`` exposing ``router`` and one line in
 :data:`RESOURCES`.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
-from engram.api import errors
+from engram.api import errors, idempotency
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
@@ -28,7 +29,7 @@ from engram.api.routers import (
     soul,
     users,
 )
-from engram.api.settings import ServerSettings
+from engram.config import ServerSettings
 from engram.service import Engram
 
 API_PREFIX = "/api/v1"
@@ -65,13 +66,11 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.state.settings = settings
     app.state.metrics = Metrics()
     errors.install(app)
-    app.middleware("http")(observe(app.state.metrics))
+    idempotency.install(app, service, settings)  # Idempotency-Key on every write
+    app.middleware("http")(observe(app.state.metrics))  # outermost: counts replays too
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
-    from engram.mcp.http import mount as mount_mcp  # MCP at /mcp, same keys
-
-    mount_mcp(app, service, settings)
-    return app
+    return app  # engram.servers.http_app mounts MCP at /mcp beside it

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from engram.actors import LOCAL_USER, Actor
-from engram.api.settings import ServerSettings
+from engram.config import ServerSettings
 from engram.errors import Unauthenticated
 from engram.service import Engram
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from engram.cli import (
     audit,
+    backup,
     env,
     extract,
     keys,
@@ -46,7 +47,6 @@ def root(
         typer.Option(
             "--home",
             help="Data directory (default: ENGRAM_HOME, else the platform's user data dir).",
-            envvar="ENGRAM_HOME",
         ),
     ] = None,
     database_url: Annotated[
@@ -104,6 +104,7 @@ extract.register(app)
 serve.register(app)
 mcp.register(app)
 migrate_store.register(app)
+backup.register(app)
 app.add_typer(soul.app, name="soul")
 
 _EXIT = {InvalidInput: 2, NotFound: 3}

@@ -4,7 +4,6 @@ domain errors become one-line messages."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from rich.console import Console
 
 from engram.actors import LOCAL, Actor
 from engram.config import Settings
+from engram.private_files import write_private
 from engram.service import Engram
 
 console = Console()
@@ -56,8 +56,7 @@ class CliState:
         return value if isinstance(value, str) else None
 
     def set_current_environment(self, name: str | None) -> None:
-        self.settings.home.mkdir(parents=True, exist_ok=True)
-        self.state_file.write_text(json.dumps({"environment": name}))
+        write_private(self.state_file, json.dumps({"environment": name}))
 
 
 def state(ctx: typer.Context) -> CliState:
@@ -78,7 +77,7 @@ def service(ctx: typer.Context) -> Iterator[tuple[Engram, CliState]]:
 
 def make_state(home: Path | None) -> CliState:
     settings = Settings.load(home)
-    return CliState(settings=settings, env_override=os.environ.get("ENGRAM_ENV") or None)
+    return CliState(settings=settings, env_override=settings.environment)
 
 
 def emit_json(value: Any) -> None:

@@ -15,7 +15,7 @@ from rich.table import Table
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
 from engram.errors import InvalidInput
 from engram.extraction.providers import ProviderConfig, ProviderKind
-from engram.service.extraction import ConversationInput, ExtractionResult
+from engram.extraction.results import ConversationInput, ExtractionResult
 from engram.service.providers import open_providers
 
 llm_app = typer.Typer(help="LLM providers for extraction (keys are stored encrypted).")

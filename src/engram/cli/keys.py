@@ -14,8 +14,9 @@ from engram.accounts import IssuedKey, Scope
 from engram.actors import LOCAL
 from engram.cli.common import JsonOption, console, emit_json, service
 from engram.errors import Unauthenticated
+from engram.private_files import write_private
 from engram.service import Engram
-from engram.service.accounts import TOKEN_FILE, write_private
+from engram.service.accounts import TOKEN_FILE
 
 app = typer.Typer(help="API keys: list, create, rotate, revoke.", no_args_is_help=True)
 users_app = typer.Typer(help="Accounts: list and add users.", no_args_is_help=True)

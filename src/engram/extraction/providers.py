@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from engram.errors import EngramError, MissingDependency
+from engram.errors import EngramError
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,8 @@ class LLMClient(Protocol):
 
 
 def _post(config: ProviderConfig, url: str, headers: dict[str, str], body: Any) -> Any:
-    try:
-        import httpx
-    except ImportError as exc:  # pragma: no cover - the llm extra is missing
-        raise MissingDependency("LLM providers need httpx: pip install 'engram[llm]'") from exc
+    import httpx  # a base dependency; loaded only when a provider is asked
+
     log.info("asking %s (%s, model %s)", config.name, config.kind.value, config.model)
     try:
         response = httpx.post(url, headers=headers, json=body, timeout=config.timeout)

@@ -1,5 +1,8 @@
 """The versions each lifecycle action writes. Pure functions: the service commits the changes
-they return in one transaction, so both sides of a merge or supersede move together."""
+they return in one transaction, so both sides of a merge or supersede move together.
+
+A reason names the other memory by id, never by its text: a purge removes a memory's versions,
+and its words must not live on in the history of the memory that absorbed it."""
 
 from __future__ import annotations
 
@@ -12,13 +15,6 @@ from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.dedup import merged_confidence
 from engram.models import Action, Memory, MemoryVersion, NewMemory, Status
 from engram.store import Change
-
-_QUOTE = 120
-
-
-def quote(text: str) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= _QUOTE else text[: _QUOTE - 1] + "…")
 
 
 def record(memory: Memory, action: Action, actor: Actor, reason: str = "") -> Change:
@@ -38,8 +34,10 @@ def record(memory: Memory, action: Action, actor: Actor, reason: str = "") -> Ch
 
 
 def step(memory: Memory, now: datetime, **updates: Any) -> Memory:
-    """The memory's next state."""
-    return memory.model_copy(update={**updates, "version": memory.version + 1, "updated_at": now})
+    """The memory's next state (``redactions`` counts only what this step's own input had)."""
+    return memory.model_copy(
+        update={"redactions": {}, **updates, "version": memory.version + 1, "updated_at": now}
+    )
 
 
 _NOT_COPIED = ("created_at", "author")
@@ -83,7 +81,7 @@ def merge(
     )
     return [
         record(gone, Action.MERGE, actor, f"merged into {target.id} ({why})"),
-        record(kept, Action.MERGE, actor, f"absorbed {duplicate.id} {quote(duplicate.content)}"),
+        record(kept, Action.MERGE, actor, f"absorbed {duplicate.id}"),
     ]
 
 
@@ -93,7 +91,7 @@ def supersede(older: Memory, newer: Memory, why: str, actor: Actor, now: datetim
     new = step(newer, now, supersedes=older.id)
     return [
         record(old, Action.SUPERSEDE, actor, f"superseded by {newer.id} ({why})"),
-        record(new, Action.SUPERSEDE, actor, f"supersedes {older.id} {quote(older.content)}"),
+        record(new, Action.SUPERSEDE, actor, f"supersedes {older.id}"),
     ]
 
 

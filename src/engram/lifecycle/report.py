@@ -35,6 +35,11 @@ class WriteOutcome(_Frozen):
     superseded: str | None = None
     review_id: str | None = None
     reason: str = ""
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Secrets the scrubber removed from the text before it was stored, as "
+        "kind -> count (empty when there were none).",
+    )
 
 
 class LifecycleEvent(_Frozen):

@@ -2,7 +2,8 @@
 
 A request without a valid key gets 401 with ``WWW-Authenticate`` pointing at the protected
 resource metadata (RFC 9728, served at ``/.well-known/oauth-protected-resource`` and
-``…/mcp``); a request whose ``Origin`` is not this server's gets 403 (DNS rebinding).
+``…/mcp``, naming no authorization server while there is none); a request whose ``Origin`` is
+not this server's gets 403 (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ from urllib.parse import urlsplit
 import anyio.to_thread
 from fastapi import FastAPI
 from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.routes import cors_middleware
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from engram.actors import LOCAL_USER, Actor
-from engram.api.settings import ServerSettings, is_loopback
+from engram.config import ServerSettings, is_loopback
 from engram.errors import Unauthenticated
 from engram.mcp.binding import INTERFACE, Binding, token_for
 from engram.mcp.server import build_server
@@ -79,6 +84,19 @@ def _has_port(host: str) -> bool:
     return host.rsplit("]", 1)[-1].count(":") == 1
 
 
+def protected_resource_metadata(resource: str) -> ASGIApp:
+    """RFC 9728 metadata naming only what exists: the resource and how to present a key. It
+    names no ``authorization_servers`` (the field is optional): Engram has no OAuth
+    authorization server, API keys are issued with ``engram key create``. (The MCP SDK's own
+    metadata always lists one, the server itself, where a client would find nothing.)"""
+    body = {"resource": resource, "bearer_methods_supported": ["header"]}
+
+    def handle(request: Request) -> Response:
+        return JSONResponse(body, headers={"Cache-Control": "public, max-age=3600"})
+
+    return cors_middleware(handle, ["GET", "OPTIONS"])
+
+
 def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
     """Serve MCP at ``/mcp`` (and the metadata routes) and run its session manager in the app's
     lifespan. Without auth (loopback only), every request acts as the local owner."""
@@ -96,12 +114,15 @@ def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
     mcp_app = server.streamable_http_app(
         streamable_http_path=PATH, transport_security=transport_security(settings)
     )
+    if settings.auth:
+        metadata = protected_resource_metadata(base_url(settings) + PATH)
+        for path in (METADATA, METADATA + PATH):
+            app.router.routes.append(Route(path, metadata, methods=["GET", "OPTIONS"]))
     # routes, not a mount at "/": the REST app keeps its own 404 and 405 answers
     for route in mcp_app.routes:
-        if isinstance(route, Route) and route.path.startswith(METADATA):
-            app.router.routes.append(Route(METADATA, route.endpoint, methods=route.methods))
         path = getattr(route, "path", "")
-        app.router.routes.append(Route(path, mcp_app, include_in_schema=False))
+        if not path.startswith(METADATA):  # served above, without the SDK's version
+            app.router.routes.append(Route(path, mcp_app, include_in_schema=False))
     outer = app.router.lifespan_context
 
     @asynccontextmanager

@@ -1,6 +1,6 @@
 """``engram mcp``: the server on stdin/stdout for a client that launches it.
 
-stdout carries only MCP messages; logs go to stderr. Credentials come from the environment:
+stdout carries only MCP messages; logs go to stderr. Credentials come from the settings:
 ``ENGRAM_TOKEN`` (an API key) acts as its owner, else the local owner. The environment is the
 one named (``--env``, then ``ENGRAM_ENV``), else the project of the working directory (the
 git top-level directory's name, created on first use), else the default.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 from engram.actors import LOCAL_USER, Actor
@@ -40,8 +39,8 @@ def project_environment(cwd: Path) -> str | None:
     return name or None
 
 
-def actor_from(engram: Engram, env: Mapping[str, str]) -> Actor:
-    token = env.get("ENGRAM_TOKEN", "").strip()
+def actor_from(engram: Engram, token: str | None) -> Actor:
+    """The owner of ``token`` (an API key), else the local owner."""
     if token:
         return engram.accounts.authenticate(token, INTERFACE)
     return Actor(LOCAL_USER, INTERFACE)
@@ -63,9 +62,9 @@ def choose_environment(engram: Engram, actor: Actor, explicit: str | None, cwd: 
         return env.name
 
 
-def serve_stdio(engram: Engram, env: Mapping[str, str], explicit: str | None, cwd: Path) -> None:
+def serve_stdio(engram: Engram, token: str | None, explicit: str | None, cwd: Path) -> None:
     """Bind to the actor and environment, then serve until stdin closes."""
-    actor = actor_from(engram, env)
+    actor = actor_from(engram, token)
     environment = choose_environment(engram, actor, explicit, cwd)
     log.info("serving MCP on stdio", extra={"environment": environment, "user": actor.user_id})
     server = build_server(Binding(engram, actor, environment))

@@ -7,12 +7,12 @@ import builtins
 from collections.abc import Sequence
 
 from engram.extraction.conversation import Conversation, MessagePage, NewMessage
+from engram.extraction.results import ConversationInput, ExtractionResult
+from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
 from engram.lifecycle.report import MaintenanceReport, WriteOutcome
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Memory, NewMemory
 from engram.sdk._calls import Call, _json, _params
-from engram.service.extraction import ConversationInput, ExtractionResult
-from engram.service.feedback import FeedbackKind, FeedbackOutcome
-from engram.store.reviews import ReviewItem, ReviewStatus
 
 
 class ExtractionCalls:

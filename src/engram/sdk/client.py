@@ -5,7 +5,10 @@ method here is one line naming the call, and the two clients differ only in how 
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
@@ -18,6 +21,7 @@ from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
 from engram.sdk._retrieval import RetrievalCalls
+from engram.sdk._retry import Retry, headers_for
 from engram.sdk._soul import SoulCalls
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -43,7 +47,7 @@ def resolve(url: str | None, token: str | None, home: Path | str | None) -> tupl
 
 
 def _request(call: Call[Any]) -> dict[str, Any]:
-    return {"params": call.params or None, "json": call.body}
+    return {"params": call.params or None, "json": call.body, "headers": headers_for(call)}
 
 
 def _read(call: Call[T], response: httpx.Response) -> T:
@@ -255,6 +259,10 @@ class Client:
     add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
     maintain, reviews, resolve_review); ``client.search(query)`` and ``client.context(query)``
     are the calls an app makes around each LLM call.
+
+    Writes carry a fresh ``Idempotency-Key`` each, and failures that are safe to retry (the
+    connection lost, 429, 503) are retried as ``retry`` says (:class:`Retry`: 5 tries with
+    jittered exponential backoff; ``Retry(attempts=1)`` never retries).
     """
 
     def __init__(
@@ -265,8 +273,10 @@ class Client:
         home: Path | str | None = None,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         self.url, token = resolve(url, token, home)
+        self.retry = retry or Retry()
         self._http = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
@@ -286,7 +296,19 @@ class Client:
         self.context = retrieval.context
 
     def _send(self, call: Call[T]) -> T:
-        return _read(call, self._http.request(call.method, call.path, **_request(call)))
+        request = _request(call)
+        for attempt in itertools.count(1):
+            try:
+                outcome: httpx.Response | Exception = self._http.request(
+                    call.method, call.path, **request
+                )
+            except httpx.TransportError as exc:
+                outcome = exc
+            step = self.retry.step(attempt, outcome)
+            if isinstance(step, httpx.Response):
+                return _read(call, step)
+            time.sleep(step)
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         self._http.close()
@@ -309,8 +331,10 @@ class AsyncClient:
         home: Path | str | None = None,
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: Retry | None = None,
     ) -> None:
         self.url, token = resolve(url, token, home)
+        self.retry = retry or Retry()
         self._http = httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"},
@@ -330,8 +354,19 @@ class AsyncClient:
         self.context = retrieval.context
 
     async def _send(self, call: Call[T]) -> T:
-        response = await self._http.request(call.method, call.path, **_request(call))
-        return _read(call, response)
+        request = _request(call)
+        for attempt in itertools.count(1):
+            try:
+                outcome: httpx.Response | Exception = await self._http.request(
+                    call.method, call.path, **request
+                )
+            except httpx.TransportError as exc:
+                outcome = exc
+            step = self.retry.step(attempt, outcome)
+            if isinstance(step, httpx.Response):
+                return _read(call, step)
+            await asyncio.sleep(step)
+        raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +28,7 @@ from engram.actors import LOCAL_USER, Actor
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied, Unauthenticated
 from engram.ids import new_id
+from engram.private_files import write_private
 from engram.service.audit import AuditLog
 from engram.store import Store
 
@@ -37,15 +37,6 @@ TOKEN_FILE = "token"
 MIN_PASSWORD = 8
 TOUCH_EVERY_SECONDS = 60.0
 """``last_used_at`` is written at most this often per key, so reads stay reads."""
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (0600), created with that mode from the start."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o600)
 
 
 def load_secret(home: Path) -> bytes:
@@ -63,6 +54,16 @@ def _check_name(name: str, what: str) -> str:
     if not 1 <= len(name) <= 64 or any(c.isspace() for c in name):
         raise InvalidInput(f"{what} must be 1-64 characters without spaces", field="name")
     return name
+
+
+def _no_wider(scopes: Iterable[Scope], actor: Actor) -> None:
+    """No path yields a key with a scope its caller lacks."""
+    missing = set(scopes) - set(actor.scopes)
+    if missing:
+        raise PermissionDenied(
+            "a key cannot grant scopes its creator lacks",
+            scopes=sorted(s.value for s in missing),
+        )
 
 
 class AccountService:
@@ -175,20 +176,14 @@ class AccountService:
         *,
         user_id: str | None = None,
     ) -> IssuedKey:
-        """A new key for ``user_id`` (default: the actor). Scopes are capped by the actor's own;
-        only admins issue keys for other users or with the admin scope."""
+        """A new key for ``user_id`` (default: the actor). Creating keys needs the admin scope,
+        and a key never holds a scope its creator lacks."""
         owner = user_id or actor.user_id
         wanted = sorted({Scope(s) for s in scopes})
         if not wanted:
             raise InvalidInput("a key needs at least one scope", field="scopes")
-        if owner != actor.user_id or Scope.ADMIN in wanted:
-            self._require(actor, Scope.ADMIN)
-        missing = set(wanted) - set(actor.scopes)
-        if missing:
-            raise PermissionDenied(
-                "a key cannot grant scopes its creator lacks",
-                scopes=sorted(s.value for s in missing),
-            )
+        self._require(actor, Scope.ADMIN)
+        _no_wider(wanted, actor)
         user = self.get_user(owner, actor)
         if Scope.ADMIN in wanted and not user.is_admin:
             raise InvalidInput(f"user {user.name!r} is not an administrator", field="scopes")
@@ -220,34 +215,42 @@ class AccountService:
         return IssuedKey(key=key, token=token)
 
     def _load_key(self, key_id: str, actor: Actor) -> ApiKey:
+        """A key the actor may manage: the one they authenticated with, or (admin scope) any
+        of their user's keys, or anyone's for an administrator. Another user's key does not
+        exist for them; another key of their own needs the admin scope."""
         key = self._accounts.get_key(key_id)
         if key is None or (key.user_id != actor.user_id and not actor.can(Scope.ADMIN)):
             raise NotFound(f"key {key_id!r} does not exist", key_id=key_id)
+        if key.id != actor.key_id:
+            self._require(actor, Scope.ADMIN)
         return key
 
     def get_key(self, key_id: str, actor: Actor) -> ApiKey:
         return self._load_key(key_id, actor)
 
     def list_keys(self, actor: Actor, user_id: str | None = None) -> list[ApiKey]:
-        """The actor's keys; admins may name another user, or ``*`` for everyone's."""
+        """The actor's keys (without the admin scope: only the key they act with); admins may
+        name another user, or ``*`` for everyone's."""
         if user_id == "*":
             self._require(actor, Scope.ADMIN)
             return self._accounts.list_keys()
         owner = user_id or actor.user_id
         self._own_or_admin(actor, owner)
-        return self._accounts.list_keys(owner)
+        keys = self._accounts.list_keys(owner)
+        return keys if actor.can(Scope.ADMIN) else [k for k in keys if k.id == actor.key_id]
 
     def rotate_key(self, key_id: str, actor: Actor) -> IssuedKey:
-        """A new token with the same name and scopes; the old one stops working at once."""
-        self._require(actor, Scope.WRITE)
+        """A new token with the same name and scopes; the old one stops working at once. The
+        actor's own key, or any with the admin scope; never scopes the actor lacks."""
         key = self._load_key(key_id, actor)
         if key.revoked_at is not None:
             raise Conflict(f"key {key_id!r} is revoked", key_id=key_id)
+        _no_wider(key.scopes, actor)
         return self._issue(actor, key.user_id, key.name, list(key.scopes), key.id)
 
     def revoke_key(self, key_id: str, actor: Actor) -> ApiKey:
-        """Stop a key working at once (it stays listed, marked revoked)."""
-        self._require(actor, Scope.WRITE)
+        """Stop a key working at once (it stays listed, marked revoked): the actor's own key,
+        or any with the admin scope."""
         key = self._load_key(key_id, actor)
         if key.revoked_at is not None:
             return key

@@ -12,6 +12,7 @@ from typing import Any
 from engram.accounts import AuditEntry, AuditQuery, Scope
 from engram.actors import Actor
 from engram.clock import Clock
+from engram.errors import PermissionDenied
 from engram.ids import new_id
 from engram.store import Store
 
@@ -54,7 +55,9 @@ class AuditLog:
 
     def query(self, q: AuditQuery, actor: Actor) -> list[AuditEntry]:
         """Entries matching ``q``, newest first. Without the admin scope an actor sees only their
-        own entries."""
+        own entries. Reading the log needs the ``read`` scope."""
+        if not actor.can(Scope.READ):
+            raise PermissionDenied("this key lacks the 'read' scope", scope=Scope.READ.value)
         if not actor.can(Scope.ADMIN):
             q = q.model_copy(update={"user_id": actor.user_id})
         return self._store.audit.query(q)

@@ -10,6 +10,9 @@ from engram.config import Settings
 from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
 from engram.lifecycle.config import LifecycleConfig
+from engram.private_files import prepare_home
+from engram.scrub import Scrubber
+from engram.scrub.store import ScrubbingStore
 from engram.service.accounts import AccountService, load_secret
 from engram.service.audit import AuditLog
 from engram.service.context import ContextService, SoulBlock
@@ -38,8 +41,14 @@ class Engram:
         embedder: Embedder | None = None,
         secret: bytes | None = None,
         lifecycle: LifecycleConfig | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
-        self.store = store
+        # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
+        self.scrubber = scrubber or Scrubber()
+        self.store: Store = (
+            store if isinstance(store, ScrubbingStore) else ScrubbingStore(store, self.scrubber)
+        )
+        store = self.store
         self.clock = clock
         # None means keyword-only: no vectors are computed or searched
         self.embedder = embedder
@@ -49,11 +58,11 @@ class Engram:
             store, clock, self.audit, secret if secret is not None else secrets.token_bytes(32)
         )
         self.environments = EnvironmentService(store, clock, self.audit)
-        self.memories = MemoryService(store, clock, self.environments)
+        self.memories = MemoryService(store, clock, self.environments, self.scrubber)
         self.search = SearchService(store, clock, self.environments, embedder)
         # embeds new memories; the server runs it in the background (start_indexer)
         self.indexer = Indexer(store, embedder) if embedder is not None else None
-        self.soul = SoulService(store, clock, self.environments)
+        self.soul = SoulService(store, clock, self.environments, self.scrubber)
         self.context = ContextService(
             store, clock, self.environments, self.search, soul=self._soul_block
         )
@@ -62,15 +71,21 @@ class Engram:
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
         # learning from conversations; stores through self.lifecycle when there is one
-        self.extraction = ExtractionService(self, conversation_store_for(store), clock)
+        self.extraction = ExtractionService(
+            self, conversation_store_for(store), clock, scrubber=self.scrubber
+        )
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
+        prepare_home(settings.home)  # 0700, every file in it 0600 (older homes too)
         return cls(
             open_store(settings.database_url),
             clock=clock,
             secret=load_secret(settings.home),
-            embedder=load_embedder(settings.embedder, settings.model_cache),
+            embedder=load_embedder(
+                settings.embedder, settings.model_cache, settings.embeddings_api_key
+            ),
+            scrubber=Scrubber(settings.scrub),
         )
 
     def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:

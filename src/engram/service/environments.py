@@ -22,7 +22,8 @@ from engram.models import Environment, MemoryFilter, Status, validate_env_name
 from engram.service.audit import AuditLog
 from engram.store import Store
 
-_SCOPE_FOR = {Role.READER: Scope.READ, Role.WRITER: Scope.WRITE, Role.OWNER: Scope.WRITE}
+SCOPE_FOR = {Role.READER: Scope.READ, Role.WRITER: Scope.WRITE, Role.OWNER: Scope.WRITE}
+"""The key scope each role's action needs: reading needs ``read``, changing needs ``write``."""
 
 
 def require_scope(actor: Actor, scope: Scope) -> None:
@@ -50,10 +51,19 @@ class EnvironmentService:
         out.update({e.id: Role.OWNER for e in self._store.list_environments(actor.user_id)})
         return out
 
-    def check(self, env: Environment, role: Role | None, need: Role, actor: Actor) -> None:
+    def check(
+        self,
+        env: Environment,
+        role: Role | None,
+        need: Role,
+        actor: Actor,
+        scope: Scope | None = None,
+    ) -> None:
+        """NotFound when the actor has no role; else the key scope (``scope``, default the one
+        ``need`` implies) and then the role are checked."""
         if role is None:
             raise NotFound(f"environment {env.id!r} does not exist", environment=env.id)
-        require_scope(actor, _SCOPE_FOR[need])
+        require_scope(actor, scope or SCOPE_FOR[need])
         if not role.allows(need):
             raise PermissionDenied(
                 f"you are a {role.value} of environment {env.name!r}; this needs {need.value}",
@@ -91,11 +101,18 @@ class EnvironmentService:
                 assert env is not None
         return env
 
-    def resolve(self, ref: str | None, actor: Actor, need: Role = Role.READER) -> Environment:
+    def resolve(
+        self,
+        ref: str | None,
+        actor: Actor,
+        need: Role = Role.READER,
+        scope: Scope | None = None,
+    ) -> Environment:
         """An environment by id (the actor's own or shared with them) or by name (the actor's
-        own); ``None`` means the default. ``need`` is the role the caller's action requires."""
+        own); ``None`` means the default. ``need`` is the role the caller's action requires,
+        ``scope`` the key scope (default: the one ``need`` implies)."""
         env = self._find(ref, actor)
-        self.check(env, self.role_of(env, actor), need, actor)
+        self.check(env, self.role_of(env, actor), need, actor, scope)
         return env
 
     def _find(self, ref: str | None, actor: Actor) -> Environment:
@@ -114,6 +131,7 @@ class EnvironmentService:
 
     def list(self, actor: Actor) -> list[Environment]:
         """The actor's own environments, then those shared with them."""
+        require_scope(actor, Scope.READ)
         if actor.can(Scope.WRITE):
             self.ensure_default(actor)
         own = self._store.list_environments(actor.user_id)

@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from engram.accounts import Role as Access
 from engram.actors import Actor
 from engram.clock import Clock
@@ -35,16 +33,17 @@ from engram.extraction.conversation import (
 )
 from engram.extraction.dates import annotate
 from engram.extraction.proposals import Extraction, Proposal
+from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult, Outcome
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.extraction.turns import message_memories
 from engram.ids import new_id
 from engram.models import Layer, NewMemory
+from engram.scrub import Scrubber, scrub_value
 from engram.store.conversations import ConversationStore
 
 if TYPE_CHECKING:
     from engram.service.engram import Engram
 
-MAX_MESSAGES = 5000
 MAX_MESSAGE_PAGE = 500
 MESSAGE_BATCH = 500
 
@@ -62,47 +61,6 @@ class ExtractionConfig:
             raise InvalidInput("extraction cadence and window must be at least 1")
 
 
-class ConversationInput(BaseModel):
-    """A conversation and its messages, as an import or an API call delivers them."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    conversation: NewConversation = Field(default_factory=NewConversation)
-    messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)
-
-
-class Outcome(BaseModel):
-    """What happened to one proposal when stored: 'created', 'merged', 'superseded',
-    'queued' (the lifecycle's word for it) and the memory that now holds it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    proposal: int
-    action: str
-    memory_id: str | None = None
-    related_id: str | None = Field(
-        default=None, description="the memory it was merged into or superseded, if any"
-    )
-
-
-class ExtractionResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    conversation_id: str | None
-    dry_run: bool
-    extractor: str
-    fallback_reason: str | None = None
-    proposals: list[Proposal] = Field(default_factory=list)
-    outcomes: list[Outcome] = Field(default_factory=list)
-    stored_via: str | None = Field(
-        default=None, description="'lifecycle.remember' or 'memories.add_many'"
-    )
-    messages_added: int = 0
-
-    def memory_ids(self, action: str) -> list[str]:
-        return [o.memory_id for o in self.outcomes if o.action == action and o.memory_id]
-
-
 class ExtractionService:
     def __init__(
         self,
@@ -112,25 +70,41 @@ class ExtractionService:
         *,
         extractor: Extractor | None = None,
         config: ExtractionConfig | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self._engram = engram
+        self._scrubber = scrubber or Scrubber()
         self.conversations = conversations
         self._clock = clock
         self.extractor: Extractor = extractor or RuleExtractor()
         self.config = config or ExtractionConfig()
 
     # -- conversations -----------------------------------------------------------------------
-    def get_conversation(self, conversation_id: str, actor: Actor) -> Conversation:
-        conv = self.conversations.get_conversation(conversation_id)
-        if conv is not None:
-            try:
-                self._engram.environments.resolve(conv.environment_id, actor)
-            except NotFound:
-                conv = None
+    def _lookup(self, conversation_id: str, actor: Actor) -> Conversation | None:
+        """The actor's conversation under their own id ``conversation_id``, else the one with
+        that Engram id in an environment they can see; None otherwise. Caller ids are scoped
+        per user, so one user's ids neither block nor reveal another's."""
+        conv = self.conversations.find_conversation(actor.user_id, conversation_id)
+        if conv is None:
+            conv = self.conversations.get_conversation(conversation_id)
+        if conv is None:
+            return None
+        env = self._engram.store.get_environment(conv.environment_id)
+        if env is None or self._engram.environments.role_of(env, actor) is None:
+            return None
+        return conv
+
+    def get_conversation(
+        self, conversation_id: str, actor: Actor, need: Access = Access.READER
+    ) -> Conversation:
+        """A conversation by the actor's own id for it or by its Engram id; ``need`` is the
+        role (and so the key scope) of the caller's action."""
+        conv = self._lookup(conversation_id, actor)
         if conv is None:
             raise NotFound(
                 f"conversation {conversation_id!r} does not exist", conversation=conversation_id
             )
+        self._engram.environments.resolve(conv.environment_id, actor, need)
         return conv
 
     def messages(
@@ -150,15 +124,15 @@ class ExtractionService:
     def start(
         self, new: NewConversation, actor: Actor, environment: str | None = None
     ) -> Conversation:
-        """Create a conversation, or return the existing one with the same id."""
-        if new.id is not None and self.conversations.get_conversation(new.id) is not None:
-            conv = self.get_conversation(new.id, actor)
-            # adding to a conversation stores messages: it needs write access
-            self._engram.environments.resolve(conv.environment_id, actor, Access.WRITER)
-            return conv
+        """Create a conversation, or return the existing one the actor knows by ``new.id``
+        (adding to a conversation stores messages: it needs write access)."""
+        if new.id is not None and self._lookup(new.id, actor) is not None:
+            return self.get_conversation(new.id, actor, Access.WRITER)
         env = self._engram.environments.resolve(environment, actor, Access.WRITER)
         conv = Conversation(
-            id=new.id or new_id("cnv_"),
+            id=new_id("cnv_"),
+            owner=actor.user_id,
+            external_id=new.id,
             environment_id=env.id,
             source=new.source,
             title=new.title,
@@ -167,7 +141,7 @@ class ExtractionService:
             metadata=new.metadata,
         )
         if not self.conversations.create_conversation(conv):  # created concurrently
-            return self.get_conversation(conv.id, actor)
+            return self.get_conversation(new.id or conv.id, actor, Access.WRITER)
         return conv
 
     def _append(
@@ -207,7 +181,7 @@ class ExtractionService:
         """
         source = conversation_or_messages
         if isinstance(source, str):
-            conv = self.get_conversation(source, actor)
+            conv = self.get_conversation(source, actor, Access.READER if dry_run else Access.WRITER)
             state = self.conversations.extraction_state(conv.id)
             messages = self.conversations.messages(conv.id)
             return self._run(conv, state, messages, actor, dry_run, extractor=extractor)
@@ -218,6 +192,9 @@ class ExtractionService:
         )
         if not data.messages:
             raise InvalidInput("a conversation to extract from needs at least one message")
+        # scrubbed first: the extractor (maybe a remote LLM) never reads a secret
+        data, found = scrub_value(self._scrubber, data)
+        redactions = {"redactions": found.as_dict()}
         if dry_run:
             conv = self._transient(data, actor, environment)
             messages = [
@@ -235,13 +212,13 @@ class ExtractionService:
             ]
             return self._run(
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
-            )
+            ).model_copy(update=redactions)
         conv = self.start(data.conversation, actor, environment)
         added = self._append(conv, data.messages, actor)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
-        return result.model_copy(update={"messages_added": len(added)})
+        return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def add_messages(
         self,
@@ -257,9 +234,12 @@ class ExtractionService:
         """Append messages (starting the conversation if it is new); once ``config.every``
         assistant messages have arrived since the last extraction, extract from the new
         messages with the last ``config.window`` messages as context."""
-        conv = self.start(
-            NewConversation(id=conversation_id, source=source, title=title), actor, environment
+        (new, messages), found = scrub_value(
+            self._scrubber,
+            (NewConversation(id=conversation_id, source=source, title=title), list(messages)),
         )
+        redactions = {"redactions": found.as_dict()}
+        conv = self.start(new, actor, environment)
         added = self._append(conv, messages, actor)
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
@@ -270,12 +250,13 @@ class ExtractionService:
                 dry_run=False,
                 extractor=str(name),
                 messages_added=len(added),
+                **redactions,
             )
         window = self.conversations.last_messages(conv.id, self.config.window)
         result = self._run(
             conv, state, window, actor, False, assistant=assistant, extractor=extractor
         )
-        return result.model_copy(update={"messages_added": len(added)})
+        return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def _transient(
         self, data: ConversationInput, actor: Actor, environment: str | None

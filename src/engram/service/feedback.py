@@ -3,37 +3,12 @@ confidence (which ranks search and context) and records why, as a new version.""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
-
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.errors import InvalidInput
-from engram.models import Memory, MemoryPatch, Status
+from engram.lifecycle.feedback import STEPS, FeedbackKind, FeedbackOutcome
+from engram.models import MemoryPatch, Status
 from engram.service.memories import MemoryService
-
-
-class FeedbackKind(StrEnum):
-    HELPFUL = "helpful"
-    WRONG = "wrong"
-    OUTDATED = "outdated"
-
-
-STEPS: dict[FeedbackKind, float] = {
-    FeedbackKind.HELPFUL: +0.1,
-    FeedbackKind.OUTDATED: -0.25,
-    FeedbackKind.WRONG: -0.5,
-}
-"""How far each kind moves confidence (clamped to [0, 1])."""
-
-
-class FeedbackOutcome(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    kind: FeedbackKind
-    confidence_before: float
-    confidence_after: float
-    memory: Memory
 
 
 def give_feedback(
@@ -41,7 +16,7 @@ def give_feedback(
 ) -> FeedbackOutcome:
     """Raise (helpful) or lower (wrong, outdated) a memory's confidence, as a new version whose
     reason names the feedback; ``restore`` undoes it."""
-    memory = memories.get(memory_id, actor)
+    memory = memories.get(memory_id, actor, Role.WRITER)
     if memory.status is Status.DELETED:
         raise InvalidInput(f"memory {memory_id!r} is deleted; restore it before giving feedback")
     before = memory.confidence

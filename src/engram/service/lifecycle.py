@@ -1,5 +1,5 @@
 """The lifecycle service: dedup and contradiction on write, the review queue, maintenance runs
-(see :mod:`engram.lifecycle.maintenance`) and the undo of any lifecycle action.
+(see :mod:`engram.service.maintenance`) and the undo of any lifecycle action.
 
 Every change is a version with a reason, written with the other side of the same action in one
 transaction, and recorded in the audit log.
@@ -7,27 +7,23 @@ transaction, and recorded in the audit log.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.embeddings.protocol import Embedder
 from engram.errors import Conflict, InvalidInput, NotFound
-from engram.ids import new_id
 from engram.lifecycle import changes
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.decide import Move, decide
-from engram.lifecycle.dedup import Candidate, jaccard, word_set
-from engram.lifecycle.maintenance import Maintenance
 from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
-from engram.models import Action, Layer, Memory, MemoryFilter, NewMemory, Status
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.models import Action, Layer, Memory, NewMemory, Status
+from engram.scrub import scrub_value
 from engram.service.environments import EnvironmentService
+from engram.service.lifecycle_ops import LifecycleOps
+from engram.service.maintenance import Maintenance
 from engram.service.memories import MemoryService
-from engram.store import Change, EmbeddingUpdate, Store
-from engram.store.protocol import Vector
-from engram.store.reviews import ReviewItem, ReviewStatus
-from engram.text import content_hash
+from engram.store import Change, Store
 
 MAX_REVIEWS = 1000
 
@@ -46,93 +42,8 @@ class LifecycleService:
         self._clock = clock
         self._envs = environments
         self._memories = memories
-        self.embedder = embedder
-        self.config = config or LifecycleConfig()
-
-    # -- plumbing shared with maintenance ------------------------------------------------------
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    def commit(self, batch: Sequence[Change], actor: Actor) -> None:
-        """Write the changes in one transaction, then record them in the audit log."""
-        if not batch:
-            return
-        self._store.write(batch)
-        by_env: dict[str, list[Change]] = {}
-        for c in batch:
-            by_env.setdefault(c.memory.environment_id, []).append(c)
-        for env_id, group in by_env.items():
-            ids = list(dict.fromkeys(c.memory.id for c in group))
-            self._envs.audit.record(
-                actor,
-                f"memory.{group[-1].version.action.value}",
-                environment_id=env_id,
-                targets=ids,
-                after={c.memory.id: c.memory.version for c in group},
-                reason=group[-1].version.reason,
-            )
-
-    def embed(self, texts: Sequence[str]) -> Vector | None:
-        """One batch of vectors, or None in keyword-only mode."""
-        if self.embedder is None or not texts:
-            return None
-        return self.embedder.embed_batch(list(texts))
-
-    def store_vectors(self, memories: Sequence[Memory], vectors: Vector | None) -> None:
-        """Keep vectors computed here so the indexer need not compute them again."""
-        if self.embedder is None or vectors is None:
-            return
-        updates = [
-            EmbeddingUpdate(m.id, content_hash(m.search_text()), vectors[i])
-            for i, m in enumerate(memories)
-            if m.status is Status.ACTIVE
-        ]
-        self._store.put_embeddings(self.embedder.model_id, updates)
-
-    def candidates(
-        self,
-        env_id: str,
-        text: str,
-        vector: Vector | None,
-        *,
-        exclude: frozenset[str] = frozenset(),
-    ) -> list[Candidate]:
-        """Active facts in the environment like ``text``: keyword hits (scored by Jaccard) and,
-        with a vector, nearest neighbours (scored by cosine too)."""
-        cfg = self.config
-        flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT])
-        hits = self._store.keyword_search(text, flt, limit=cfg.keyword_candidates)
-        cosine: dict[str, float] = {}
-        if vector is not None and self.embedder is not None:
-            near = self._store.vector_search(
-                vector, self.embedder.model_id, flt, limit=cfg.vector_candidates
-            )
-            cosine = {h.memory_id: h.score for h in near}
-        ids = [i for i in dict.fromkeys([h.memory_id for h in hits] + list(cosine))]
-        words = word_set(text)
-        return [
-            Candidate(m, jaccard(words, word_set(m.content)), cosine.get(m.id))
-            for m in self._store.get([i for i in ids if i not in exclude])
-            if m.status is Status.ACTIVE and m.layer is Layer.FACT
-        ]
-
-    def queue(self, memory: Memory, other: Memory, reason: str, similarity: float) -> ReviewItem:
-        item = ReviewItem(
-            id=new_id("rev_"),
-            environment_id=memory.environment_id,
-            memory_id=memory.id,
-            other_id=other.id,
-            reason=reason,
-            similarity=round(similarity, 4),
-            created_at=self._clock(),
-        )
-        self._store.reviews.put_review(item)
-        return item
+        self._ops = LifecycleOps(store, clock, environments.audit, embedder, config)
+        self._config = self._ops.config
 
     # -- write ---------------------------------------------------------------------------------
     def remember(
@@ -146,28 +57,33 @@ class LifecycleService:
         """
         env = self._envs.resolve(environment, actor, Role.WRITER)
         if new.layer is not Layer.FACT:
-            return WriteOutcome(
-                action=Outcome.CREATED, memory=self._memories.add(new, actor, env.id)
-            )
-        vectors = self.embed([new.content])
+            stored = self._memories.add(new, actor, env.id)
+            return WriteOutcome(action=Outcome.CREATED, memory=stored, redactions=stored.redactions)
+        # scrubbed before anything reads it: dedup, the embedding, the stored memory
+        new, found = scrub_value(self._memories.scrubber, new)
+        redactions = found.as_dict()
+        vectors = self._ops.embed([new.content])
         vector = None if vectors is None else vectors[0]
-        decision = decide(new.content, self.candidates(env.id, new.content, vector), self.config)
+        decision = decide(
+            new.content, self._ops.candidates(env.id, new.content, vector), self._config
+        )
         now = self._clock()
-        memory = changes.build(env.id, new, actor, now)
+        memory = changes.build(env.id, new, actor, now, redactions=redactions)
         created = changes.record(memory, Action.CREATE, actor, "")
         target = decision.candidate.memory if decision.candidate is not None else None
         if decision.move is Move.MERGE and target is not None:
             batch = [
                 created,
-                *changes.merge(memory, target, decision.reason, actor, now, self.config),
+                *changes.merge(memory, target, decision.reason, actor, now, self._config),
             ]
-            self.commit(batch, actor)
+            self._ops.commit(batch, actor)
             return WriteOutcome(
                 action=Outcome.MERGED,
                 memory=batch[-1].memory,
                 absorbed_into=target.id,
                 merged_record=memory.id,
                 reason=decision.reason,
+                redactions=redactions,
             )
         if decision.move is Move.SUPERSEDE and target is not None:
             memory = memory.model_copy(update={"supersedes": target.id})
@@ -176,22 +92,27 @@ class LifecycleService:
             )
             old = changes.step(target, now, status=Status.SUPERSEDED, superseded_by=memory.id)
             why = f"superseded by {memory.id} ({decision.reason})"
-            self.commit([created, changes.record(old, Action.SUPERSEDE, actor, why)], actor)
-            self.store_vectors([memory], vectors)
+            self._ops.commit([created, changes.record(old, Action.SUPERSEDE, actor, why)], actor)
+            self._ops.store_vectors([memory], vectors)
             return WriteOutcome(
                 action=Outcome.SUPERSEDED,
                 memory=memory,
                 superseded=target.id,
                 reason=decision.reason,
+                redactions=redactions,
             )
-        self.commit([created], actor)
-        self.store_vectors([memory], vectors)
+        self._ops.commit([created], actor)
+        self._ops.store_vectors([memory], vectors)
         if decision.move is Move.REVIEW and target is not None and decision.candidate is not None:
-            item = self.queue(memory, target, decision.reason, decision.candidate.similarity)
+            item = self._ops.queue(memory, target, decision.reason, decision.candidate.similarity)
             return WriteOutcome(
-                action=Outcome.QUEUED, memory=memory, review_id=item.id, reason=decision.reason
+                action=Outcome.QUEUED,
+                memory=memory,
+                review_id=item.id,
+                reason=decision.reason,
+                redactions=redactions,
             )
-        return WriteOutcome(action=Outcome.CREATED, memory=memory)
+        return WriteOutcome(action=Outcome.CREATED, memory=memory, redactions=redactions)
 
     # -- maintenance ---------------------------------------------------------------------------
     def maintain(
@@ -206,14 +127,14 @@ class LifecycleService:
         """
         env = self._envs.resolve(environment, actor, Role.WRITER)
         if dry_run:
-            return Maintenance(self, env, actor, dry_run=True).run()
+            return Maintenance(self._ops, env, actor, dry_run=True).run()
         with self._store.run_exclusive(f"maintenance:{env.id}") as got:
             if not got:
                 raise Conflict(
                     f"maintenance of {env.name!r} is already running", environment_id=env.id
                 )
             started = self._clock()
-            report = Maintenance(self, env, actor, dry_run=False).run()
+            report = Maintenance(self._ops, env, actor, dry_run=False).run()
             self._envs.audit.record(
                 actor,
                 "maintenance.run",
@@ -274,7 +195,7 @@ class LifecycleService:
                 f"({newer.id} is {newer.status.value}, {older.id} is {older.status.value})"
             )
         why = f"review {item.id} accepted" + (f": {note}" if note else "")
-        self.commit(changes.supersede(older, newer, why, actor, self._clock()), actor)
+        self._ops.commit(changes.supersede(older, newer, why, actor, self._clock()), actor)
 
     # -- undo ----------------------------------------------------------------------------------
     def undo(self, memory_id: str, actor: Actor) -> list[Memory]:
@@ -289,7 +210,7 @@ class LifecycleService:
 
         Returns every memory changed, the undone one first.
         """
-        memory = self._memories.get(memory_id, actor)
+        memory = self._memories.get(memory_id, actor, Role.WRITER)
         if memory.status is Status.ACTIVE and memory.supersedes:
             older = self._store.get([memory.supersedes])
             if older and older[0].superseded_by == memory.id:
@@ -324,5 +245,5 @@ class LifecycleService:
                     gone = changes.step(fact, now, status=Status.DELETED)
                     why = f"undo compaction of {memory.id}"
                     batch.append(changes.record(gone, Action.DELETE, actor, why))
-        self.commit(batch, actor)
+        self._ops.commit(batch, actor)
         return [restored, *(c.memory for c in batch)]

@@ -26,7 +26,8 @@ from engram.models import (
     Page,
     Status,
 )
-from engram.service.environments import EnvironmentService
+from engram.scrub import Scrubber, scrub_value
+from engram.service.environments import SCOPE_FOR, EnvironmentService, require_scope
 from engram.store import Change, Store
 
 MAX_PAGE = 1000
@@ -34,17 +35,25 @@ MAX_BULK = 1000
 
 
 class MemoryService:
-    def __init__(self, store: Store, clock: Clock, environments: EnvironmentService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._envs = environments
+        self.scrubber = scrubber or Scrubber()
 
     # -- helpers -----------------------------------------------------------------------------
     def _load(
         self, memory_ids: Sequence[str], actor: Actor, need: Role = Role.READER
     ) -> list[Memory]:
         """The memories, in order. One in an environment the actor cannot see is NotFound; one
-        they see with too small a role (or key scope) is PermissionDenied."""
+        they see without the key scope ``need`` implies (``read`` to read), or with too small a
+        role, is PermissionDenied."""
         found = {m.id: m for m in self._store.get(memory_ids)}
         roles = self._envs.roles(actor)
         out = []
@@ -53,7 +62,8 @@ class MemoryService:
             role = None if memory is None else roles.get(memory.environment_id)
             if memory is None or role is None:
                 raise NotFound(f"memory {memory_id!r} does not exist", memory_id=memory_id)
-            if need is not Role.READER or not role.allows(need):
+            require_scope(actor, SCOPE_FOR[need])
+            if not role.allows(need):
                 env = self._store.get_environment(memory.environment_id)
                 if env is None:  # deleted concurrently
                     raise PermissionDenied(f"memory {memory_id!r} cannot be changed")
@@ -91,13 +101,18 @@ class MemoryService:
             raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
         env = self._envs.resolve(environment, actor, Role.WRITER)
         now = self._clock()
-        memories = [build_memory(env.id, item, actor, now) for item in items]
+        memories = [
+            build_memory(env.id, clean, actor, now, redactions=found.as_dict())
+            for clean, found in (scrub_value(self.scrubber, item) for item in items)
+        ]
         self._commit([record_change(m, Action.CREATE, actor, "") for m in memories], actor)
         return memories
 
     # -- read --------------------------------------------------------------------------------
-    def get(self, memory_id: str, actor: Actor) -> Memory:
-        return self._load([memory_id], actor)[0]
+    def get(self, memory_id: str, actor: Actor, need: Role = Role.READER) -> Memory:
+        """One memory; ``need`` is the role (and so the key scope) of the caller's action, so a
+        write path that looks a memory up first does not need the ``read`` scope."""
+        return self._load([memory_id], actor, need)[0]
 
     def list_memories(
         self,
@@ -142,7 +157,8 @@ class MemoryService:
                     f"memory {memory.id!r} is deleted; restore it before editing",
                     memory_id=memory.id,
                 )
-            updates = patch.changes()
+            patch, found = scrub_value(self.scrubber, patch)
+            updates = {**patch.changes(), "redactions": found.as_dict()}
             if memory.layer is not Layer.PROCEDURE and "procedure" in updates:
                 raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not a procedure")
             if memory.layer is not Layer.EPISODE and "episode" in updates:
@@ -231,6 +247,7 @@ class MemoryService:
                 "reinforcement_count": memory.reinforcement_count,
                 "version": memory.version + 1,
                 "updated_at": self._clock(),
+                "redactions": {},
             }
         )
         why = reason or f"restored version {target.version}"

@@ -22,6 +22,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
 from engram.ids import new_id
+from engram.scrub import Scrubber
 from engram.service.environments import EnvironmentService, require_scope
 from engram.soul.blocks import (
     BUILTIN,
@@ -58,17 +59,28 @@ DEFAULT_SOUL_TOKENS = 2_000
 
 
 class SoulService:
-    def __init__(self, store: Store, clock: Clock, environments: EnvironmentService) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._envs = environments
+        self._scrubber = scrubber or Scrubber()
 
     # -- layers ------------------------------------------------------------------------------
-    def _layer_id(self, environment: str | None, actor: Actor) -> str | None:
-        """The layer a write or layer read addresses: None (global) or an environment id."""
+    def _layer_id(
+        self, environment: str | None, actor: Actor, scope: Scope = Scope.READ
+    ) -> str | None:
+        """The layer a write or layer read addresses: None (global) or an environment id. The
+        key needs ``scope`` (``read`` for reads, ``write`` for edits)."""
+        require_scope(actor, scope)
         if environment is None:
             return None
-        return self._envs.resolve(environment, actor).id
+        return self._envs.resolve(environment, actor, scope=scope).id
 
     def layer(self, actor: Actor, environment: str | None = None) -> list[SoulBlock]:
         """The blocks stored in one layer (not inherited ones), in rendering order."""
@@ -142,7 +154,7 @@ class SoulService:
         require_scope(actor, Scope.WRITE)
         mode = None if mode is None else parse_mode(mode)
         section = None if section is None else parse_section(section)
-        env_id = self._layer_id(environment, actor)
+        env_id = self._layer_id(environment, actor, Scope.WRITE)
         top, overrides = self._stored(actor, env_id)
         layer = {b.name: b for b in (top if env_id is None else overrides)}
         key = name.strip().lower()
@@ -170,7 +182,8 @@ class SoulService:
             )
         updates: dict[str, object] = {}
         if text is not None:
-            updates["text"] = validate_text(key, text)
+            # scrubbed here so the returned block shows what is stored
+            updates["text"] = self._scrubber.scrub(validate_text(key, text))[0]
             if current.mode is OverrideMode.INHERIT and mode is None:
                 updates["mode"] = OverrideMode.REPLACE
         if mode is not None:
@@ -221,10 +234,14 @@ class SoulService:
 
     # -- versions ----------------------------------------------------------------------------
     def history(
-        self, actor: Actor, name: str, environment: str | None = None
+        self,
+        actor: Actor,
+        name: str,
+        environment: str | None = None,
+        scope: Scope = Scope.READ,
     ) -> list[SoulBlockVersion]:
         """Every version of one block in one layer, oldest first (empty if never edited)."""
-        env_id = self._layer_id(environment, actor)
+        env_id = self._layer_id(environment, actor, scope)
         key = self._known(name, *self._stored(actor, env_id))
         return self._store.soul.versions(actor.user_id, env_id, key)
 
@@ -263,8 +280,7 @@ class SoulService:
     ) -> SoulBlock:
         """Bring back one block's state at ``version`` as a new version, after an automatic
         snapshot of the layer."""
-        require_scope(actor, Scope.WRITE)
-        versions = self.history(actor, name, environment)
+        versions = self.history(actor, name, environment, Scope.WRITE)
         target = next((v.state for v in versions if v.version == version), None)
         if target is None:
             have = f"1-{versions[-1].version}" if versions else "none"
@@ -308,7 +324,7 @@ class SoulService:
         """Record the whole state of one layer."""
         require_scope(actor, Scope.WRITE)
         snap = self._snapshot_of(
-            actor, self._layer_id(environment, actor), SnapshotKind.MANUAL, label
+            actor, self._layer_id(environment, actor, Scope.WRITE), SnapshotKind.MANUAL, label
         )
         self._write(actor, "snapshot", [], snap, snap.environment_id)
         return snap
@@ -317,7 +333,10 @@ class SoulService:
         """One layer's snapshots, oldest first."""
         return self._store.soul.snapshots(actor.user_id, self._layer_id(environment, actor))
 
-    def get_snapshot(self, actor: Actor, snapshot_id: str) -> SoulSnapshot:
+    def get_snapshot(
+        self, actor: Actor, snapshot_id: str, scope: Scope = Scope.READ
+    ) -> SoulSnapshot:
+        require_scope(actor, scope)
         snap = self._store.soul.get_snapshot(actor.user_id, snapshot_id)
         if snap is None:
             raise NotFound(f"snapshot {snapshot_id!r} does not exist", snapshot_id=snapshot_id)
@@ -338,8 +357,7 @@ class SoulService:
         """Return a layer to a snapshot: each block that differs gets a new version with its
         state then (blocks added since go back to empty / inherited). The layer's state just
         before is snapshotted automatically."""
-        require_scope(actor, Scope.WRITE)
-        snap = self.get_snapshot(actor, snapshot_id)
+        snap = self.get_snapshot(actor, snapshot_id, Scope.WRITE)
         backup = self._snapshot_of(
             actor, snap.environment_id, SnapshotKind.AUTO, f"before restoring {snap.id}"
         )
@@ -365,7 +383,7 @@ class SoulService:
         snapshot of the layer (the previous text stays in the history)."""
         require_scope(actor, Scope.WRITE)
         chosen = get_preset(preset)
-        env_id = self._layer_id(environment, actor)
+        env_id = self._layer_id(environment, actor, Scope.WRITE)
         backup = self._snapshot_of(actor, env_id, SnapshotKind.AUTO, f"before preset {chosen.name}")
         layer = {b.name: b for b in backup.blocks}
         changes = []

@@ -1,13 +1,31 @@
-"""The memory row both stores share: the column order and the one mapping back to a Memory.
-Each dialect decodes its own JSON and timestamps, then hands plain values here."""
+"""The rows both stores share: the memory columns, the listing orders, and one mapping from
+rows back to value objects, which differs between the dialects only in how a timestamp column
+is decoded (SQLite stores epoch seconds, PostgreSQL returns aware datetimes)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from engram.models import EpisodeDetails, Layer, Memory, ProcedureDetails, Source, Status
+from engram.models import (
+    ORDERS,
+    Environment,
+    EpisodeDetails,
+    Layer,
+    Memory,
+    MemoryVersion,
+    ProcedureDetails,
+    Source,
+    Status,
+)
+from engram.store.protocol import RankFields
+
+ORDER_SQL: dict[str, str] = {
+    order: f"m.{order.lstrip('-')} {'DESC' if order.startswith('-') else 'ASC'}" for order in ORDERS
+}
+"""The ORDER BY clause of each listing order (both dialects), over the alias ``m``."""
 
 MEMORY_FIELDS = (
     "id",
@@ -39,52 +57,90 @@ MEMORY_FIELDS = (
 """The memory columns, in the order both stores select them."""
 
 
-def memory_from_values(
-    row: Sequence[Any],
-    *,
-    tags: list[str],
-    metadata: dict[str, Any],
-    created: datetime,
-    updated: datetime,
-    accessed: datetime | None,
-) -> Memory:
-    """A Memory from a row in ``MEMORY_FIELDS`` order; the dialect passes the fields it had to
-    decode (JSON, timestamps). ``details`` is the layer's JSON text."""
-    values = dict(zip(MEMORY_FIELDS, tuple(row)[: len(MEMORY_FIELDS)], strict=True))
-    layer = Layer(values["layer"])
-    details = values["details"]
-    episode = procedure = None
-    if details is not None:
-        if layer is Layer.EPISODE:
-            episode = EpisodeDetails.model_validate_json(details)
-        elif layer is Layer.PROCEDURE:
-            procedure = ProcedureDetails.model_validate_json(details)
-    # rows are written only by the stores, from validated models: skip re-validation
-    return Memory.model_construct(
-        id=values["id"],
-        environment_id=values["environment_id"],
-        layer=layer,
-        content=values["content"],
-        category=values["category"],
-        tags=tags,
-        importance=values["importance"],
-        confidence=values["confidence"],
-        source=Source(values["source"]),
-        status=Status(values["status"]),
-        pinned=bool(values["pinned"]),
-        supersedes=values["supersedes"],
-        superseded_by=values["superseded_by"],
-        merged_into=values["merged_into"],
-        created_at=created,
-        updated_at=updated,
-        last_accessed_at=accessed,
-        access_count=values["access_count"],
-        reinforcement_count=values["reinforcement_count"],
-        author=values["author"],
-        metadata=metadata,
-        episode=episode,
-        procedure=procedure,
-        keyword_context=values["keyword_context"],
-        thread=values["thread"],
-        version=values["version"],
-    )
+def _json(value: Any) -> Any:
+    """A JSON column: text in SQLite, already decoded by psycopg from ``jsonb``."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class RowMapper:
+    """Rows to value objects for one dialect; ``time`` decodes a non-null timestamp column."""
+
+    def __init__(self, time: Callable[[Any], datetime]) -> None:
+        self._time = time
+
+    def _maybe_time(self, value: Any) -> datetime | None:
+        return None if value is None else self._time(value)
+
+    def memory(self, row: Sequence[Any]) -> Memory:
+        """A Memory from a row in ``MEMORY_FIELDS`` order (``details`` as the layer's JSON
+        text); extra columns after those are ignored."""
+        values = dict(zip(MEMORY_FIELDS, tuple(row)[: len(MEMORY_FIELDS)], strict=True))
+        layer = Layer(values["layer"])
+        details = values["details"]
+        episode = procedure = None
+        if details is not None:
+            if layer is Layer.EPISODE:
+                episode = EpisodeDetails.model_validate_json(details)
+            elif layer is Layer.PROCEDURE:
+                procedure = ProcedureDetails.model_validate_json(details)
+        # rows are written only by the stores, from validated models: skip re-validation
+        return Memory.model_construct(
+            id=values["id"],
+            environment_id=values["environment_id"],
+            layer=layer,
+            content=values["content"],
+            category=values["category"],
+            tags=_json(values["tags"]),
+            importance=values["importance"],
+            confidence=values["confidence"],
+            source=Source(values["source"]),
+            status=Status(values["status"]),
+            pinned=bool(values["pinned"]),
+            supersedes=values["supersedes"],
+            superseded_by=values["superseded_by"],
+            merged_into=values["merged_into"],
+            created_at=self._time(values["created_at"]),
+            updated_at=self._time(values["updated_at"]),
+            last_accessed_at=self._maybe_time(values["last_accessed_at"]),
+            access_count=values["access_count"],
+            reinforcement_count=values["reinforcement_count"],
+            author=values["author"],
+            metadata=_json(values["metadata"]),
+            episode=episode,
+            procedure=procedure,
+            keyword_context=values["keyword_context"],
+            thread=values["thread"],
+            version=values["version"],
+        )
+
+    def environment(self, row: Sequence[Any]) -> Environment:
+        """An Environment from ``id, name, owner, description, created_at, metadata``."""
+        id_, name, owner, description, created, metadata = row
+        return Environment(
+            id=id_,
+            name=name,
+            owner=owner,
+            description=description,
+            created_at=self._time(created),
+            metadata=_json(metadata),
+        )
+
+    def version(self, row: Sequence[Any]) -> MemoryVersion:
+        """A MemoryVersion from ``memory_id, version, action, at, actor, reason, snapshot``
+        (the snapshot as JSON text)."""
+        return MemoryVersion(
+            memory_id=row[0],
+            version=row[1],
+            action=row[2],
+            at=self._time(row[3]),
+            actor=row[4],
+            reason=row[5],
+            snapshot=Memory.model_validate_json(row[6]),
+        )
+
+    def rank_fields(self, row: Sequence[Any]) -> RankFields:
+        """From ``id, layer, importance, confidence, updated_at, access_count, author,
+        thread``."""
+        return RankFields(
+            row[0], Layer(row[1]), row[2], row[3], self._time(row[4]), row[5], row[6], row[7]
+        )

@@ -15,10 +15,15 @@ class ConversationStore(Protocol):
     """Conversations, their ordered messages and how far extraction has read them."""
 
     def create_conversation(self, conversation: Conversation) -> bool:
-        """Store a new conversation; False (and nothing changed) if the id already exists."""
+        """Store a new conversation; False (and nothing changed) if its id, or its owner's
+        external id, already exists."""
         ...
 
     def get_conversation(self, conversation_id: str) -> Conversation | None: ...
+
+    def find_conversation(self, owner: str, external_id: str) -> Conversation | None:
+        """The conversation ``owner`` started under their own id ``external_id``."""
+        ...
 
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
@@ -56,7 +61,7 @@ def conversation_store_for(store: Store) -> ConversationStore:
     if isinstance(store, SQLiteStore):
         from engram.store.sqlite.conversations import SQLiteConversationStore
 
-        return SQLiteConversationStore(store)
+        return SQLiteConversationStore(store.db)
     found = getattr(store, "conversations", None)  # a store that carries its own (PostgreSQL)
     if found is not None:
         return cast(ConversationStore, found)

@@ -18,13 +18,13 @@ from pydantic import BaseModel
 
 from engram.accounts import AuditEntry, AuditQuery
 from engram.errors import Conflict
+from engram.lifecycle.reviews import ReviewStatus
 from engram.models import Memory, MemoryFilter, Status
 from engram.soul.model import SoulBlockVersion
 from engram.store.conversations import conversation_store_for
 from engram.store.export import exporter_for
 from engram.store.protocol import Change, Store
 from engram.store.providers import provider_store_for
-from engram.store.reviews import ReviewStatus
 
 _PAGE = 1000
 _ALL = 1_000_000_000

@@ -31,7 +31,7 @@ def exporter_for(store: Store) -> Exporter:
     if isinstance(store, SQLiteStore):
         from engram.store.sqlite.export import SQLiteExporter
 
-        return SQLiteExporter(store)
+        return SQLiteExporter(store.db)
     from engram.store.postgres import PostgresStore
 
     if isinstance(store, PostgresStore):

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.idempotency import IdempotencyStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
 
@@ -96,6 +97,11 @@ class Store(Protocol):
     @property
     def reviews(self) -> ReviewStore:
         """The lifecycle's review queue."""
+        ...
+
+    @property
+    def idempotency(self) -> IdempotencyStore:
+        """Reserved ``Idempotency-Key`` requests and their answers."""
         ...
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -34,13 +34,7 @@ class ProviderStore(Protocol):
 
 
 def provider_store_for(store: Store) -> ProviderStore:
-    from engram.store.sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from engram.store.sqlite.providers import SQLiteProviderStore
-
-        return SQLiteProviderStore(store)
-    found = getattr(store, "providers", None)  # a store that carries its own (PostgreSQL)
+    found = getattr(store, "providers", None)  # both backends carry their own
     if found is not None:
         return cast(ProviderStore, found)
     raise MissingDependency(f"LLM providers are not supported on {type(store).__name__}")

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, status
 
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged, RestoreBody
@@ -23,10 +24,12 @@ EnvQuery = Annotated[
 Reason = Annotated[str, Query(max_length=1000, description="Why: kept in the version history")]
 
 
-def check_layer(engram: Engram, ids: Sequence[str], layer: Layer, actor: Actor) -> None:
+def check_layer(
+    engram: Engram, ids: Sequence[str], layer: Layer, actor: Actor, need: Role = Role.WRITER
+) -> None:
     """A memory of another layer is not found under this layer's path."""
     for memory_id in ids:
-        if engram.memories.get(memory_id, actor).layer is not layer:
+        if engram.memories.get(memory_id, actor, need).layer is not layer:
             raise NotFound(f"{layer.value} {memory_id!r} does not exist", memory_id=memory_id)
 
 
@@ -83,7 +86,7 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
 
     @router.get("/{memory_id}", summary=f"Get a {noun}")
     def get(memory_id: str, engram: EngramDep, actor: ActorDep) -> Memory:
-        check_layer(engram, [memory_id], layer, actor)
+        check_layer(engram, [memory_id], layer, actor, Role.READER)
         return engram.memories.get(memory_id, actor)
 
     @router.patch("/{memory_id}", summary=f"Edit a {noun} (a new version)")
@@ -97,11 +100,11 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
     def delete(memory_id: str, engram: EngramDep, actor: ActorDep, reason: Reason = "") -> Memory:
         check_layer(engram, [memory_id], layer, actor)
         deleted = engram.memories.delete_many([memory_id], actor, reason)
-        return deleted[0] if deleted else engram.memories.get(memory_id, actor)
+        return deleted[0] if deleted else engram.memories.get(memory_id, actor, Role.WRITER)
 
     @router.get("/{memory_id}/history", summary="Every version, oldest first")
     def history(memory_id: str, engram: EngramDep, actor: ActorDep) -> list[MemoryVersion]:
-        check_layer(engram, [memory_id], layer, actor)
+        check_layer(engram, [memory_id], layer, actor, Role.READER)
         return engram.memories.history(memory_id, actor)
 
     @router.post("/{memory_id}/restore", summary="Undelete, or bring back a version")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.extraction.conversation import Conversation, MessagePage, NewMessage, SourceName
-from engram.service.extraction import MAX_MESSAGES, ConversationInput, ExtractionResult
+from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult
 
 router = APIRouter(tags=["extraction"])
 

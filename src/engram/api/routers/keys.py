@@ -13,7 +13,7 @@ from engram.api.schemas import KeyIn
 router = APIRouter(tags=["keys"])
 
 
-@router.get("", summary="Your keys (admins: another user's, or '*' for all)")
+@router.get("", summary="Your keys (admin scope; without it only the calling key; '*' for all)")
 def list_(
     engram: EngramDep,
     actor: ActorDep,
@@ -22,7 +22,9 @@ def list_(
     return engram.accounts.list_keys(actor, user_id)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, summary="Create a key (token shown once)")
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, summary="Create a key (admin scope; token shown once)"
+)
 def create(body: KeyIn, engram: EngramDep, actor: ActorDep) -> IssuedKey:
     return engram.accounts.issue_key(actor, body.name, body.scopes, user_id=body.user_id)
 
@@ -32,11 +34,14 @@ def get(key_id: str, engram: EngramDep, actor: ActorDep) -> ApiKey:
     return engram.accounts.get_key(key_id, actor)
 
 
-@router.post("/{key_id}/rotate", summary="A new token; the old one stops working at once")
+@router.post(
+    "/{key_id}/rotate",
+    summary="A new token, same scopes; the old one stops at once (own key, or admin scope)",
+)
 def rotate(key_id: str, engram: EngramDep, actor: ActorDep) -> IssuedKey:
     return engram.accounts.rotate_key(key_id, actor)
 
 
-@router.delete("/{key_id}", summary="Revoke a key at once")
+@router.delete("/{key_id}", summary="Revoke a key at once (own key, or admin scope)")
 def revoke(key_id: str, engram: EngramDep, actor: ActorDep) -> ApiKey:
     return engram.accounts.revoke_key(key_id, actor)

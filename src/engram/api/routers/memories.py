@@ -8,9 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.routers._memories import EnvQuery
+from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
 from engram.lifecycle.report import WriteOutcome
 from engram.models import Memory, NewMemory
-from engram.service.feedback import FeedbackKind, FeedbackOutcome, give_feedback
+from engram.service.feedback import give_feedback
 
 router = APIRouter(tags=["memories"])
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.service.lifecycle import MAX_REVIEWS
-from engram.store.reviews import ReviewItem, ReviewStatus
 
 router = APIRouter(tags=["reviews"])
 

@@ -8,9 +8,9 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from engram.extraction import NewMessage
+from engram.extraction.results import ExtractionResult
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import WRITE, Environment, tool
-from engram.service.extraction import ExtractionResult
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:

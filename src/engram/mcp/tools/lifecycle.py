@@ -8,9 +8,10 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from engram.lifecycle import MaintenanceReport
+from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import UPDATE, WRITE, Environment, MemoryId, tool
-from engram.service.feedback import FeedbackKind, FeedbackOutcome, give_feedback
+from engram.service.feedback import give_feedback
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:

@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from engram.accounts import ApiKey, AuditEntry, Member, Role, Scope, User
 from engram.errors import Conflict
 from engram.store.postgres.audit import insert_audit
-from engram.store.postgres.db import PostgresDatabase
+from engram.store.postgres.db import PostgresDatabase, retried
 
 _USER = "id, name, created_at, is_admin, password_hash IS NOT NULL"
 _KEY = "id, user_id, name, prefix, scopes, created_at, last_used_at, revoked_at, replaced_by"
@@ -60,6 +60,7 @@ class PostgresAccountStore:
             return conn.execute(query, params).fetchall()
 
     # -- users -------------------------------------------------------------------------------
+    @retried
     def create_user(
         self, user: User, password_hash: str | None, audit: Sequence[AuditEntry] = ()
     ) -> None:
@@ -85,6 +86,7 @@ class PostgresAccountStore:
     def list_users(self) -> list[User]:
         return [_user(r) for r in self._all(f"SELECT {_USER} FROM users ORDER BY created_at, id")]
 
+    @retried
     def set_password_hash(
         self, user_id: str, password_hash: str, audit: Sequence[AuditEntry] = ()
     ) -> None:
@@ -99,6 +101,7 @@ class PostgresAccountStore:
         return None if row is None else row[0]
 
     # -- keys --------------------------------------------------------------------------------
+    @retried
     def create_key(
         self,
         key: ApiKey,
@@ -144,6 +147,7 @@ class PostgresAccountStore:
             params = (user_id,)
         return [_key(r) for r in self._all(query + " ORDER BY created_at, id", params)]
 
+    @retried
     def revoke_key(self, key_id: str, at: datetime, audit: Sequence[AuditEntry] = ()) -> None:
         with self._db.tx() as conn:
             conn.execute(
@@ -152,11 +156,13 @@ class PostgresAccountStore:
             )
             insert_audit(conn, audit)
 
+    @retried
     def touch_key(self, key_id: str, at: datetime) -> None:
         with self._db.tx() as conn:
             conn.execute("UPDATE api_keys SET last_used_at = %s WHERE id = %s", (at, key_id))
 
     # -- members -----------------------------------------------------------------------------
+    @retried
     def put_member(self, member: Member, audit: Sequence[AuditEntry] = ()) -> None:
         with self._db.tx() as conn:
             conn.execute(
@@ -172,6 +178,7 @@ class PostgresAccountStore:
             )
             insert_audit(conn, audit)
 
+    @retried
     def remove_member(
         self, environment_id: str, user_id: str, audit: Sequence[AuditEntry] = ()
     ) -> None:

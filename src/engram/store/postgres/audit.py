@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from engram.accounts import AuditEntry, AuditQuery
-from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.db import Connection, PostgresDatabase, retried
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -74,6 +74,7 @@ class PostgresAuditStore:
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
 
+    @retried
     def append(self, entries: Sequence[AuditEntry]) -> None:
         if entries:
             with self._db.tx() as conn:

@@ -18,9 +18,11 @@ from engram.extraction.conversation import (
     NewMessage,
     Role,
 )
-from engram.store.postgres.db import PostgresDatabase
+from engram.store.postgres.db import PostgresDatabase, retried
 
-_CONV_COLS = "id, environment_id, source, title, started_at, created_at, metadata"
+_CONV_COLS = (
+    "id, environment_id, source, title, started_at, created_at, metadata, owner, external_id"
+)
 _MSG_COLS = "id, conversation_id, position, role, author, content, created_at, external_id"
 
 
@@ -47,12 +49,13 @@ class PostgresConversationStore:
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
 
+    @retried
     def create_conversation(self, conversation: Conversation) -> bool:
         c = conversation
         with self._db.tx() as conn:
             added = conn.execute(
-                f"INSERT INTO conversations ({_CONV_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO NOTHING",
+                f"INSERT INTO conversations ({_CONV_COLS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (
                     c.id,
                     c.environment_id,
@@ -61,6 +64,8 @@ class PostgresConversationStore:
                     c.started_at,
                     c.created_at,
                     Jsonb(c.metadata),
+                    c.owner,
+                    c.external_id,
                 ),
             ).rowcount
         return added == 1
@@ -72,6 +77,15 @@ class PostgresConversationStore:
             ).fetchone()
         return _conversation(row) if row else None
 
+    def find_conversation(self, owner: str, external_id: str) -> Conversation | None:
+        with self._db.reader() as conn:
+            row = conn.execute(
+                f"SELECT {_CONV_COLS} FROM conversations WHERE owner = %s AND external_id = %s",
+                (owner, external_id),
+            ).fetchone()
+        return _conversation(row) if row else None
+
+    @retried
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:
@@ -158,6 +172,7 @@ class PostgresConversationStore:
             return ExtractionState()
         return ExtractionState(position=row[0], assistant_messages=row[1])
 
+    @retried
     def advance_extraction(
         self, conversation_id: str, expected: ExtractionState, new: ExtractionState
     ) -> bool:

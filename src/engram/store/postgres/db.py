@@ -14,23 +14,71 @@ receive the :class:`PostgresDatabase` as ``db``:
 - ``conn`` is a ``psycopg.Connection`` returning tuples; placeholders are ``%s``; ``jsonb``
   columns come back as Python objects (pass ``psycopg.types.json.Jsonb(value)`` to write),
   ``timestamptz`` as aware UTC datetimes (every session runs with ``TimeZone=UTC``).
+- PostgreSQL may abort a transaction for a deadlock (SQLSTATE 40P01) or a serialization failure
+  (40001): ``tx()`` raises :class:`Contention` for both, and a method whose transactions may be
+  re-run from the start carries ``@retried``, which runs it again (bounded, with jittered
+  backoff). ``db.run(work)`` does the same for one ``work(conn)`` transaction, optionally
+  SERIALIZABLE.
 - Schema changes are named migrations appended to ``migrations.MIGRATIONS``; they run when a
   :class:`PostgresDatabase` is opened, each in its own transaction, under an advisory lock.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Iterator
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engram.errors import Conflict, StorageError
+from engram.store.idempotency import CURRENT, mark_executed
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+P = ParamSpec("P")
+T = TypeVar("T")
+log = logging.getLogger("engram.store.postgres")
+
+ATTEMPTS = 6
+"""How many times :func:`retried` runs a transaction that PostgreSQL aborted for contention."""
+BACKOFF_BASE = 0.01
+BACKOFF_CAP = 0.5
+
+
+class Contention(StorageError):
+    """PostgreSQL aborted the transaction for a deadlock (40P01) or a serialization failure
+    (40001); nothing of it was committed and running it again may succeed. Left over after
+    the retries it is a :class:`StorageError` (503: try again later)."""
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): full jitter over an exponential
+    bound, so that the transactions that collided do not collide again in step."""
+    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt))
+
+
+def retried(method: Callable[P, T]) -> Callable[P, T]:
+    """Run ``method`` again when one of its transactions is aborted for contention (at most
+    :data:`ATTEMPTS` runs). Only for methods whose effects are all inside their transactions
+    (or idempotent): an aborted run left nothing behind."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        for attempt in range(1, ATTEMPTS):
+            try:
+                return method(*args, **kwargs)
+            except Contention as exc:
+                log.info("retrying %s after %s", method.__qualname__, exc.details.get("sqlstate"))
+                time.sleep(backoff(attempt))
+        return method(*args, **kwargs)
+
+    return wrapper
 
 
 def lock_key(name: str) -> int:
@@ -94,8 +142,28 @@ class PostgresDatabase:
         try:
             with self.connection() as conn, conn.transaction():
                 yield conn
+                mark_executed(conn, CURRENT.get(), "%s")  # a reserved request in flight wrote
         except psycopg.errors.IntegrityError as exc:
             raise Conflict(f"the change clashes with stored data: {exc}") from exc
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+            raise Contention(
+                f"PostgreSQL aborted the transaction ({exc.sqlstate}): {exc}",
+                sqlstate=exc.sqlstate,
+            ) from exc
+
+    def run(self, work: Callable[[Connection], T], *, serializable: bool = False) -> T:
+        """``work(conn)`` in one transaction (SERIALIZABLE if asked), run again from the start
+        when PostgreSQL aborts it for a deadlock or a serialization failure (see
+        :func:`retried`). ``work`` must have no effect outside the transaction."""
+
+        @retried
+        def once() -> T:
+            with self.tx() as conn:
+                if serializable:
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+                return work(conn)
+
+        return once()
 
     @contextmanager
     def reader(self) -> Iterator[Connection]:

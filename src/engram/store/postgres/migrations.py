@@ -11,15 +11,25 @@ can be distributed by environment (Citus) when one server is not enough.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import psycopg
 
 from engram.errors import StorageError
 
-if TYPE_CHECKING:
-    from engram.store.postgres.db import Connection, PostgresDatabase
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+class Database(Protocol):
+    """What :func:`migrate` needs of a :class:`~engram.store.postgres.db.PostgresDatabase`
+    (which runs it on open: db.py imports this module, never the reverse)."""
+
+    def advisory_lock(self, name: str, *, wait: bool = True) -> AbstractContextManager[bool]: ...
+
+    def connection(self) -> AbstractContextManager[Connection]: ...
+
 
 LOCK_NAME = "schema_migrations"
 
@@ -311,6 +321,38 @@ MIGRATIONS: tuple[Migration, ...] = (
             "SELECT gin_clean_pending_list('memories_tsv'::regclass)",
         ),
     ),
+    Migration(
+        "0010_conversation_owner",
+        (
+            # as SQLite's 0014_conversation_owner: caller ids are scoped per user
+            "ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE conversations ADD COLUMN external_id TEXT",
+            """UPDATE conversations c SET external_id = c.id, owner = e.owner
+            FROM environments e WHERE e.id = c.environment_id""",
+            "UPDATE conversations SET external_id = id WHERE external_id IS NULL",
+            "CREATE UNIQUE INDEX conversations_owner_external "
+            "ON conversations (owner, external_id)",
+        ),
+    ),
+    Migration(
+        "0011_idempotency_keys",
+        (
+            # one row per (user, Idempotency-Key): see engram.store.idempotency
+            """CREATE TABLE idempotency_keys (
+                user_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL,
+                executed SMALLINT NOT NULL DEFAULT 0,
+                status INTEGER,
+                content_type TEXT,
+                body BYTEA,
+                PRIMARY KEY (user_id, key)
+            )""",
+            "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+        ),
+    ),
 )
 
 
@@ -334,7 +376,7 @@ def _exists(conn: Connection) -> bool:
     return bool(row and row[0])
 
 
-def migrate(db: PostgresDatabase, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[str]:
+def migrate(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[str]:
     """Apply every migration not yet recorded; return the names applied now."""
     ran: list[str] = []
     with db.advisory_lock(LOCK_NAME), db.connection() as conn:

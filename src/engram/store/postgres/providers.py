@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engram.store.postgres.db import PostgresDatabase
+from engram.store.postgres.db import PostgresDatabase, retried
 from engram.store.providers import ProviderRecord
 
 _COLS = "name, kind, base_url, model, api_key, timeout, created_at"
@@ -29,6 +29,7 @@ class PostgresProviderStore:
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
 
+    @retried
     def put_provider(self, record: ProviderRecord) -> None:
         r = record
         with self._db.tx() as conn:
@@ -53,6 +54,7 @@ class PostgresProviderStore:
             rows = conn.execute(f"SELECT {_COLS} FROM llm_providers ORDER BY name").fetchall()
         return [_record(r) for r in rows]
 
+    @retried
     def delete_provider(self, name: str) -> bool:
         with self._db.tx() as conn:
             return conn.execute("DELETE FROM llm_providers WHERE name = %s", (name,)).rowcount == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engram.store.postgres.db import PostgresDatabase
-from engram.store.reviews import ReviewItem, ReviewStatus
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.store.postgres.db import PostgresDatabase, retried
 
 _COLS = (
     "id, environment_id, memory_id, other_id, kind, reason, similarity, created_at, status, "
@@ -24,6 +24,7 @@ class PostgresReviewStore:
     def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
 
+    @retried
     def put_review(self, item: ReviewItem) -> None:
         with self._db.tx() as conn:
             conn.execute(

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from engram.models import (
-    Environment,
-    Memory,
-    MemoryFilter,
-)
-from engram.store.columns import MEMORY_FIELDS, memory_from_values
+from engram.models import Memory, MemoryFilter
+from engram.store.columns import MEMORY_FIELDS, RowMapper
 from engram.text import content_hash
 
 # the columns written by an upsert, in the order of memory_params()
@@ -64,32 +59,12 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
     )
 
 
-def memory_from_row(row: Sequence[Any]) -> Memory:
-    """Rebuild a Memory from the columns of memory_select(), in that order."""
-    values = tuple(row)
-    return memory_from_values(
-        values,
-        tags=list(values[6]),
-        metadata=dict(values[20]),
-        created=values[14],
-        updated=values[15],
-        accessed=values[16],
-    )
-
+ROWS = RowMapper(time=lambda value: value)
+"""Rows to value objects: psycopg returns timestamps as aware UTC datetimes."""
+memory_from_row = ROWS.memory
+environment_from_row = ROWS.environment
 
 ENVIRONMENT_COLUMNS = "id, name, owner, description, created_at, metadata"
-
-
-def environment_from_row(row: Sequence[Any]) -> Environment:
-    id_, name, owner, description, created, metadata = row
-    return Environment(
-        id=id_,
-        name=name,
-        owner=owner,
-        description=description,
-        created_at=created,
-        metadata=dict(metadata),
-    )
 
 
 def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:

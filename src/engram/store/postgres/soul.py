@@ -12,7 +12,7 @@ from typing import Any
 
 from engram.errors import Conflict
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
-from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.db import Connection, PostgresDatabase, retried
 
 _COLS = (
     "name, section, environment_id, mode, text, priority, enabled, custom, version, "
@@ -93,6 +93,7 @@ class PostgresSoulStore:
             for r in rows
         ]
 
+    @retried
     def write(
         self,
         owner: str,

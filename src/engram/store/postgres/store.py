@@ -18,12 +18,15 @@ from typing import Any
 from psycopg import sql
 
 from engram.accounts import AuditEntry
-from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.store.columns import ORDER_SQL
 from engram.store.postgres import keywords, substores, vectors
-from engram.store.postgres.db import Connection, PostgresDatabase
+from engram.store.postgres.db import Connection, PostgresDatabase, retried
+from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.migrations import applied
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
+    ROWS,
     WRITE_COLUMNS,
     environment_from_row,
     memory_from_row,
@@ -40,16 +43,6 @@ from engram.store.protocol import (
     Vector,
 )
 from engram.text import content_words
-
-_ORDERS = {
-    "updated_at": "m.updated_at ASC",
-    "-updated_at": "m.updated_at DESC",
-    "created_at": "m.created_at ASC",
-    "-created_at": "m.created_at DESC",
-    "importance": "m.importance ASC",
-    "-importance": "m.importance DESC",
-    "-access_count": "m.access_count DESC",
-}
 
 _UPSERT = (
     f"INSERT INTO memories ({', '.join(WRITE_COLUMNS)}) "
@@ -81,6 +74,7 @@ class PostgresStore:
         self.reviews: Any = substores.build("reviews", self.db)
         self.conversations: Any = substores.build("conversations", self.db)
         self.providers: Any = substores.build("providers", self.db)
+        self.idempotency = PostgresIdempotencyStore(self.db)
         self._term_frequencies = keywords.TermFrequencies()
 
     def close(self) -> None:
@@ -95,6 +89,7 @@ class PostgresStore:
             return applied(conn)
 
     # -- environments ------------------------------------------------------------------------
+    @retried
     def create_environment(self, env: Environment) -> None:
         from psycopg.types.json import Jsonb
 
@@ -127,6 +122,7 @@ class PostgresStore:
             rows = conn.execute(query + " ORDER BY created_at, name", params).fetchall()
         return [environment_from_row(r) for r in rows]
 
+    @retried
     def delete_environment(self, env_id: str) -> None:
         with self.db.tx() as conn:
             ids = [
@@ -139,6 +135,7 @@ class PostgresStore:
             conn.execute("DELETE FROM environments WHERE id = %s", (env_id,))
 
     # -- memories ----------------------------------------------------------------------------
+    @retried
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
         if not changes:
             return
@@ -184,7 +181,7 @@ class PostgresStore:
                 "thread FROM memories WHERE id = ANY(%s)",
                 (list(dict.fromkeys(memory_ids)),),
             ).fetchall()
-        return [RankFields(r[0], Layer(r[1]), *r[2:]) for r in rows]
+        return [ROWS.rank_fields(r) for r in rows]
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
@@ -193,7 +190,7 @@ class PostgresStore:
         with self.db.reader() as conn:
             rows = conn.execute(
                 f"SELECT {memory_select()} FROM memories m WHERE {cond} "
-                f"ORDER BY {_ORDERS[order]}, m.seq DESC LIMIT %s OFFSET %s",
+                f"ORDER BY {ORDER_SQL[order]}, m.seq DESC LIMIT %s OFFSET %s",
                 [*params, limit, offset],
             ).fetchall()
         return [memory_from_row(r) for r in rows]
@@ -211,19 +208,9 @@ class PostgresStore:
                 "FROM memory_versions WHERE memory_id = %s ORDER BY version",
                 (memory_id,),
             ).fetchall()
-        return [
-            MemoryVersion(
-                memory_id=r[0],
-                version=r[1],
-                action=r[2],
-                at=r[3],
-                actor=r[4],
-                reason=r[5],
-                snapshot=Memory.model_validate_json(r[6]),
-            )
-            for r in rows
-        ]
+        return [ROWS.version(r) for r in rows]
 
+    @retried
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
@@ -237,6 +224,7 @@ class PostgresStore:
                 (at, list(memory_ids)),
             )
 
+    @retried
     def purge(self, memory_ids: Sequence[str]) -> int:
         with self.db.tx() as conn:
             return _purge_in(conn, list(memory_ids))
@@ -342,6 +330,7 @@ class PostgresStore:
             PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
         ]
 
+    @retried
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
@@ -373,6 +362,7 @@ class PostgresStore:
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
+    @retried
     def prune_embeddings(self, keep_model_id: str) -> int:
         with self.db.tx() as conn:
             removed = conn.execute(

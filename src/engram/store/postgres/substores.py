@@ -1,8 +1,10 @@
 """Where the PostgreSQL store finds its sub-stores (accounts, audit, soul, reviews, ...).
 
 Each lives in its own module ``engram.store.postgres.<attribute>`` and is built with the
-:class:`PostgresDatabase`. A module that does not exist yet leaves a placeholder that raises
-:class:`StorageError` when used, naming what is missing.
+:class:`PostgresDatabase`. Every sub-store in :data:`SUB_STORES` has its module; the
+:class:`Unavailable` placeholder (raising :class:`StorageError` when used) stands in only for a
+module that fails to be found, and goes with this registry when the sub-stores become typed
+properties of the store protocol (issue 14, item 1).
 """
 
 from __future__ import annotations

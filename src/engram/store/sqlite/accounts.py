@@ -15,7 +15,7 @@ from engram.errors import Conflict
 from engram.store.sqlite.audit import insert_audit
 
 if TYPE_CHECKING:
-    from engram.store.sqlite.store import SQLiteStore
+    from engram.store.sqlite.db import SQLiteDatabase
 
 _USER = "id, name, created_at, is_admin, password_hash IS NOT NULL"
 _KEY = "id, user_id, name, prefix, scopes, created_at, last_used_at, revoked_at, replaced_by"
@@ -63,7 +63,7 @@ def _member(row: Sequence[Any]) -> Member:
 class SQLiteAccountStore:
     """Implements :class:`engram.store.accounts.AccountStore` on the store's database."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     # -- users -------------------------------------------------------------------------------

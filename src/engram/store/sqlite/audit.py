@@ -12,7 +12,7 @@ from engram.accounts import AuditEntry, AuditQuery
 from engram.store.sqlite.rows import inserted_rowid
 
 if TYPE_CHECKING:
-    from engram.store.sqlite.store import SQLiteStore
+    from engram.store.sqlite.db import SQLiteDatabase
 
 _COLS = (
     "id, at, user_id, key_id, interface, action, environment_id, targets, before, after, details"
@@ -69,7 +69,7 @@ def _entry(row: Sequence[Any]) -> AuditEntry:
 class SQLiteAuditStore:
     """Implements :class:`engram.store.accounts.AuditStore` on the store's database."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     def append(self, entries: Sequence[AuditEntry]) -> None:

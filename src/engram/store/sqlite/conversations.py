@@ -14,9 +14,11 @@ from engram.extraction.conversation import (
     NewMessage,
     Role,
 )
-from engram.store.sqlite.store import SQLiteStore
+from engram.store.sqlite.db import SQLiteDatabase
 
-_CONV_COLS = "id, environment_id, source, title, started_at, created_at, metadata"
+_CONV_COLS = (
+    "id, environment_id, source, title, started_at, created_at, metadata, owner, external_id"
+)
 _MSG_COLS = "id, conversation_id, position, role, author, content, created_at, external_id"
 
 
@@ -37,6 +39,8 @@ def _conversation(row: Sequence[Any]) -> Conversation:
         started_at=_dt(row[4]),
         created_at=datetime.fromtimestamp(row[5], UTC),
         metadata=json.loads(row[6]),
+        owner=row[7],
+        external_id=row[8],
     )
 
 
@@ -56,15 +60,15 @@ def _message(row: Sequence[Any]) -> Message:
 class SQLiteConversationStore:
     """Implements :class:`engram.store.conversations.ConversationStore`."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     def create_conversation(self, conversation: Conversation) -> bool:
         c = conversation
         with self._db.tx() as conn:
             cur = conn.execute(
-                f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (id) DO NOTHING",
+                f"INSERT INTO conversations ({_CONV_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
                 (
                     c.id,
                     c.environment_id,
@@ -73,6 +77,8 @@ class SQLiteConversationStore:
                     _ts(c.started_at),
                     c.created_at.timestamp(),
                     json.dumps(c.metadata),
+                    c.owner,
+                    c.external_id,
                 ),
             )
             return cur.rowcount == 1
@@ -81,6 +87,17 @@ class SQLiteConversationStore:
         row = (
             self._db.reader()
             .execute(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", (conversation_id,))
+            .fetchone()
+        )
+        return _conversation(row) if row else None
+
+    def find_conversation(self, owner: str, external_id: str) -> Conversation | None:
+        row = (
+            self._db.reader()
+            .execute(
+                f"SELECT {_CONV_COLS} FROM conversations WHERE owner = ? AND external_id = ?",
+                (owner, external_id),
+            )
             .fetchone()
         )
         return _conversation(row) if row else None

@@ -16,12 +16,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engram.store.sqlite.store import SQLiteStore
-
-MIGRATION_NAME = "0011_run_locks"
-MIGRATION_STATEMENTS: tuple[str, ...] = (
-    "CREATE TABLE run_locks (name TEXT PRIMARY KEY, holder TEXT NOT NULL, acquired_at REAL)",
-)
+    from engram.store.sqlite.db import SQLiteDatabase
 
 
 def _alive(holder: str) -> bool:
@@ -39,10 +34,10 @@ def _alive(holder: str) -> bool:
 
 
 @contextmanager
-def run_exclusive(store: SQLiteStore, name: str) -> Iterator[bool]:
+def run_exclusive(db: SQLiteDatabase, name: str) -> Iterator[bool]:
     """Hold ``name`` for the block; yields False at once (holding nothing) if it is taken."""
     holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
-    with store.tx() as conn:
+    with db.tx() as conn:
         row = conn.execute("SELECT holder FROM run_locks WHERE name = ?", (name,)).fetchone()
         got = row is None or not _alive(row[0])
         if got:
@@ -54,5 +49,5 @@ def run_exclusive(store: SQLiteStore, name: str) -> Iterator[bool]:
         yield got
     finally:
         if got:
-            with store.tx() as conn:
+            with db.tx() as conn:
                 conn.execute("DELETE FROM run_locks WHERE name = ? AND holder = ?", (name, holder))

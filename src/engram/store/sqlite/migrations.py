@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engram.errors import StorageError
-from engram.store.sqlite import fts, locks, soul
+from engram.store.sqlite import fts
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,56 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
-    Migration(soul.MIGRATION_NAME, soul.MIGRATION_STATEMENTS),
+    Migration(
+        "0008_soul",
+        (
+            # the current state of each block in each layer ('' = the global Soul)
+            """CREATE TABLE soul_blocks (
+                owner TEXT NOT NULL,
+                environment_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                section TEXT NOT NULL,
+                mode TEXT NOT NULL,
+                text TEXT NOT NULL,
+                priority INTEGER,
+                enabled INTEGER,
+                custom INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                updated_at REAL,
+                updated_by TEXT,
+                PRIMARY KEY (owner, environment_id, name)
+            ) WITHOUT ROWID""",
+            # append-only: one row per change, with the block's full state after it
+            """CREATE TABLE soul_block_versions (
+                owner TEXT NOT NULL,
+                environment_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                action TEXT NOT NULL,
+                reason TEXT NOT NULL DEFAULT '',
+                state TEXT NOT NULL,
+                PRIMARY KEY (owner, environment_id, name, version)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE soul_snapshots (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                owner TEXT NOT NULL,
+                environment_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                label TEXT NOT NULL DEFAULT '',
+                created_at REAL NOT NULL,
+                actor TEXT,
+                blocks TEXT NOT NULL
+            )""",
+            "CREATE INDEX soul_snapshots_layer ON soul_snapshots (owner, environment_id, seq)",
+            # an environment's overrides, their history and snapshots go with the environment
+            """CREATE TRIGGER soul_environment_deleted AFTER DELETE ON environments BEGIN
+                DELETE FROM soul_blocks WHERE environment_id = OLD.id;
+                DELETE FROM soul_block_versions WHERE environment_id = OLD.id;
+                DELETE FROM soul_snapshots WHERE environment_id = OLD.id;
+            END""",
+        ),
+    ),
     Migration(
         "0009_lifecycle_review",
         (
@@ -248,7 +297,10 @@ MIGRATIONS: tuple[Migration, ...] = (
         fts.SCOPED_FTS_STATEMENTS,
         fts.reindex_all,
     ),
-    Migration(locks.MIGRATION_NAME, locks.MIGRATION_STATEMENTS),
+    Migration(
+        "0011_run_locks",
+        ("CREATE TABLE run_locks (name TEXT PRIMARY KEY, holder TEXT NOT NULL, acquired_at REAL)",),
+    ),
     Migration(
         "0012_memory_thread",
         (
@@ -265,6 +317,40 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX audit_log_user ON audit_log (user_id)",
             "DROP INDEX audit_log_env",
             "CREATE INDEX audit_log_env ON audit_log (environment_id)",
+        ),
+    ),
+    Migration(
+        "0014_conversation_owner",
+        (
+            # a caller's conversation id is theirs alone: (owner, external_id) is the key they
+            # address it by; id is Engram's. Existing conversations keep their id, belong to
+            # their environment's owner, and answer to it as their external id.
+            "ALTER TABLE conversations ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE conversations ADD COLUMN external_id TEXT",
+            """UPDATE conversations SET external_id = id, owner = coalesce(
+                (SELECT owner FROM environments e WHERE e.id = conversations.environment_id), ''
+            )""",
+            "CREATE UNIQUE INDEX conversations_owner_external "
+            "ON conversations (owner, external_id)",
+        ),
+    ),
+    Migration(
+        "0015_idempotency_keys",
+        (
+            # one row per (user, Idempotency-Key): see engram.store.idempotency
+            """CREATE TABLE idempotency_keys (
+                user_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                executed INTEGER NOT NULL DEFAULT 0,
+                status INTEGER,
+                content_type TEXT,
+                body BLOB,
+                PRIMARY KEY (user_id, key)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
         ),
     ),
 )

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.store.providers import ProviderRecord
-from engram.store.sqlite.store import SQLiteStore
+from engram.store.sqlite.db import SQLiteDatabase
 
 _COLS = "name, kind, base_url, model, api_key, timeout, created_at"
 
@@ -27,7 +27,7 @@ def _record(row: Sequence[Any]) -> ProviderRecord:
 class SQLiteProviderStore:
     """Implements :class:`engram.store.providers.ProviderStore`."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     def put_provider(self, record: ProviderRecord) -> None:

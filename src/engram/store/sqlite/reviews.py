@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram.store.reviews import ReviewItem, ReviewStatus
+from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 
 if TYPE_CHECKING:
-    from engram.store.sqlite.store import SQLiteStore
+    from engram.store.sqlite.db import SQLiteDatabase
 
 _COLS = (
     "id, environment_id, memory_id, other_id, kind, reason, similarity, created_at, status, "
@@ -36,7 +36,7 @@ def _item(row: Sequence[Any]) -> ReviewItem:
 class SQLiteReviewStore:
     """Implements :class:`engram.store.reviews.ReviewStore` on the store's database."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     def put_review(self, item: ReviewItem) -> None:

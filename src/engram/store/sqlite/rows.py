@@ -8,12 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.errors import StorageError
-from engram.models import (
-    Environment,
-    Memory,
-    MemoryFilter,
-)
-from engram.store.columns import MEMORY_FIELDS, memory_from_values
+from engram.models import Memory, MemoryFilter
+from engram.store.columns import MEMORY_FIELDS, RowMapper
 from engram.text import content_hash
 
 MEMORY_COLUMNS = ", ".join(MEMORY_FIELDS)
@@ -70,29 +66,10 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
     )
 
 
-def memory_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Memory:
-    """Rebuild a Memory from the columns named in MEMORY_COLUMNS, in that order."""
-    values = tuple(row)
-    return memory_from_values(
-        values,
-        tags=json.loads(values[6]),
-        metadata=json.loads(values[20]),
-        created=datetime.fromtimestamp(values[14], UTC),
-        updated=datetime.fromtimestamp(values[15], UTC),
-        accessed=dt(values[16]),
-    )
-
-
-def environment_from_row(row: tuple[Any, ...]) -> Environment:
-    id_, name, owner, description, created, metadata = row
-    return Environment(
-        id=id_,
-        name=name,
-        owner=owner,
-        description=description,
-        created_at=datetime.fromtimestamp(created, UTC),
-        metadata=json.loads(metadata),
-    )
+ROWS = RowMapper(time=lambda value: datetime.fromtimestamp(value, UTC))
+"""Rows to value objects: timestamps are stored as epoch seconds."""
+memory_from_row = ROWS.memory
+environment_from_row = ROWS.environment
 
 
 def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:

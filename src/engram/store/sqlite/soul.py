@@ -16,56 +16,8 @@ from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.sqlite.rows import dt, ts
 
 if TYPE_CHECKING:
-    from engram.store.sqlite.store import SQLiteStore
+    from engram.store.sqlite.db import SQLiteDatabase
 
-MIGRATION_NAME = "0008_soul"
-MIGRATION_STATEMENTS: tuple[str, ...] = (
-    # the current state of each block in each layer ('' = the global Soul)
-    """CREATE TABLE soul_blocks (
-        owner TEXT NOT NULL,
-        environment_id TEXT NOT NULL,
-        name TEXT NOT NULL,
-        section TEXT NOT NULL,
-        mode TEXT NOT NULL,
-        text TEXT NOT NULL,
-        priority INTEGER,
-        enabled INTEGER,
-        custom INTEGER NOT NULL,
-        version INTEGER NOT NULL,
-        updated_at REAL,
-        updated_by TEXT,
-        PRIMARY KEY (owner, environment_id, name)
-    ) WITHOUT ROWID""",
-    # append-only: one row per change, with the block's full state after it
-    """CREATE TABLE soul_block_versions (
-        owner TEXT NOT NULL,
-        environment_id TEXT NOT NULL,
-        name TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        action TEXT NOT NULL,
-        reason TEXT NOT NULL DEFAULT '',
-        state TEXT NOT NULL,
-        PRIMARY KEY (owner, environment_id, name, version)
-    ) WITHOUT ROWID""",
-    """CREATE TABLE soul_snapshots (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        owner TEXT NOT NULL,
-        environment_id TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        label TEXT NOT NULL DEFAULT '',
-        created_at REAL NOT NULL,
-        actor TEXT,
-        blocks TEXT NOT NULL
-    )""",
-    "CREATE INDEX soul_snapshots_layer ON soul_snapshots (owner, environment_id, seq)",
-    # an environment's overrides, their history and snapshots go with the environment
-    """CREATE TRIGGER soul_environment_deleted AFTER DELETE ON environments BEGIN
-        DELETE FROM soul_blocks WHERE environment_id = OLD.id;
-        DELETE FROM soul_block_versions WHERE environment_id = OLD.id;
-        DELETE FROM soul_snapshots WHERE environment_id = OLD.id;
-    END""",
-)
 
 _COLS = (
     "name, section, environment_id, mode, text, priority, enabled, custom, version, "
@@ -110,9 +62,9 @@ _SNAPSHOT_COLS = "id, owner, environment_id, kind, label, created_at, actor, blo
 
 
 class SQLiteSoulStore:
-    """Implements :class:`engram.store.soul.SoulStore` inside a :class:`SQLiteStore`."""
+    """Implements :class:`engram.store.soul.SoulStore` inside a :class:`SQLiteDatabase`."""
 
-    def __init__(self, db: SQLiteStore) -> None:
+    def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
     def blocks(self, owner: str, environment_ids: Sequence[str | None]) -> list[SoulBlock]:

@@ -1,11 +1,8 @@
-"""The embedded default store: one SQLite file, WAL, one writer and many readers.
+"""The embedded default store: one SQLite file (connections and transactions in db.py).
 
-Writes go through a single connection guarded by a lock (SQLite allows one writer at a time;
-serialising in-process avoids busy retries). Each thread reads through its own connection, so
-reads never wait for writes (an environment lookup uses the writer's connection when it is
-idle, never waiting for it). WAL checkpoints run on a background thread (see checkpoint.py).
-Other processes may open the same file; ``busy_timeout`` makes their writers queue instead of
-failing.
+Memories are written by group commit: concurrent writers queue their changes and whoever holds
+the write lock commits them all in one transaction. Keyword search runs on FTS5 (fts.py),
+vector search on an in-memory index over the stored vectors (vectors.py).
 """
 
 from __future__ import annotations
@@ -13,20 +10,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from engram.accounts import AuditEntry
-from engram.errors import Conflict, StorageError
-from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import MEMORY_FIELDS
+from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.store.columns import MEMORY_FIELDS, ORDER_SQL
+from engram.store.idempotency import CURRENT, InFlight
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -35,13 +30,16 @@ from engram.store.protocol import (
     RankFields,
     Vector,
 )
-from engram.store.sqlite import fts, locks, migrations
+from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
-from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
+from engram.store.sqlite.db import SQLiteDatabase
+from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
+from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
     MEMORY_COLUMNS,
+    ROWS,
     environment_from_row,
     inserted_rowid,
     memory_from_row,
@@ -50,16 +48,6 @@ from engram.store.sqlite.rows import (
 )
 from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
-
-_ORDERS = {
-    "updated_at": "m.updated_at ASC",
-    "-updated_at": "m.updated_at DESC",
-    "created_at": "m.created_at ASC",
-    "-created_at": "m.created_at DESC",
-    "importance": "m.importance ASC",
-    "-importance": "m.importance DESC",
-    "-access_count": "m.access_count DESC",
-}
 
 _PLACEHOLDERS = ",".join("?" * (len(MEMORY_FIELDS) + 1))
 _INSERT = f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({_PLACEHOLDERS})"
@@ -79,146 +67,41 @@ _UPSERT = (
 class _WriteJob:
     changes: Sequence[Change]
     audit: Sequence[AuditEntry]
+    # the idempotent request that queued it: whoever commits the batch marks its key
+    inflight: InFlight | None = field(default_factory=CURRENT.get)
     done: bool = False
     error: Exception | None = None
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    # autocommit mode: every transaction in this module is explicit (BEGIN ... COMMIT)
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-    # wait up to 30 s for another process's write lock instead of failing at once
-    conn.execute("PRAGMA busy_timeout = 30000")
-    # enforce REFERENCES clauses (vectors cascade with their memory)
-    conn.execute("PRAGMA foreign_keys = ON")
-    # in WAL mode NORMAL syncs at checkpoints: a commit survives a killed process; after a power
-    # loss the newest commits may be rolled back, never corrupted
-    conn.execute("PRAGMA synchronous = NORMAL")
-    # 64 MiB page cache per connection
-    conn.execute("PRAGMA cache_size = -65536")
-    conn.execute("PRAGMA temp_store = MEMORY")
-    return conn
-
-
-def _first_row(
-    conn: sqlite3.Connection, sql: str, params: Sequence[object]
-) -> tuple[Any, ...] | None:
-    rows = conn.execute(sql, params).fetchall()  # read to the end: no statement left open
-    return tuple(rows[0]) if rows else None
 
 
 class SQLiteStore:
     """Implements :class:`engram.store.protocol.Store` on one SQLite file."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._writer = _connect(self.path)
-            # write-ahead log: readers see the last commit while a writer works
-            mode = self._writer.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                raise StorageError(f"{self.path}: could not switch to WAL (got {mode})")
-            migrations.migrate(self._writer)
-            # checkpoints run on a background thread (see checkpoint.py); this is the backstop
-            self._writer.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_FRAMES}")
-            self._write_lock = threading.Lock()
-            self._checkpointer = Checkpointer(_connect(self.path), self._write_lock)
-            # a store dropped without close() must not leave the thread behind
-            weakref.finalize(self, self._checkpointer.request_stop)
-        except sqlite3.DatabaseError as exc:
-            raise StorageError(f"cannot open the database {self.path}: {exc}") from exc
+        self.db = SQLiteDatabase(path)
+        self.path = self.db.path
         self._queue: list[_WriteJob] = []
         self._queue_lock = threading.Lock()
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
         self._vectors = VectorIndex()
         self._term_counts = fts.TermCounts()
-        self._closed = False
-        self.accounts = SQLiteAccountStore(self)
-        self.audit = SQLiteAuditStore(self)
-        self.reviews = SQLiteReviewStore(self)
-        self.soul = SQLiteSoulStore(self)
-
-    # -- connections -------------------------------------------------------------------------
-    def reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            if self._closed:
-                raise StorageError("the store is closed")
-            conn = _connect(self.path)
-            conn.execute("PRAGMA query_only = ON")  # a reader never writes
-            self._local.conn = conn
-            with self._readers_lock:
-                self._readers.append(conn)
-        return conn
-
-    def _point_read(self, sql: str, params: Sequence[object]) -> tuple[Any, ...] | None:
-        """One row of a small lookup that writes depend on (an environment). On the writer
-        connection when no write is under way: its page cache survives its own commits, while
-        a reader's is dropped after every commit, so that right after a write the lookup
-        through a reader costs several page reads (and syscalls). Else through the reader."""
-        if self._write_lock.acquire(blocking=False):
-            try:
-                if not self._closed:
-                    return _first_row(self._writer, sql, params)
-            finally:
-                self._write_lock.release()
-        return _first_row(self.reader(), sql, params)
-
-    @contextmanager
-    def tx_lock(self) -> Iterator[None]:
-        """Hold the single write lock (for a group of transactions)."""
-        with self._write_lock:
-            yield
-
-    @contextmanager
-    def _tx_unlocked(self) -> Iterator[sqlite3.Connection]:
-        if self._closed:
-            raise StorageError("the store is closed")
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException as exc:
-            conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.IntegrityError):
-                # a unique or reference rule broke: the caller's view of the data was stale
-                raise Conflict(f"the change clashes with stored data: {exc}") from exc
-            raise
-        conn.execute("COMMIT")
-        self._checkpointer.committed(conn.total_changes)
-
-    @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction on the single writer connection."""
-        with self._write_lock, self._tx_unlocked() as conn:
-            yield conn
+        self.accounts = SQLiteAccountStore(self.db)
+        self.audit = SQLiteAuditStore(self.db)
+        self.reviews = SQLiteReviewStore(self.db)
+        self.soul = SQLiteSoulStore(self.db)
+        self.providers = SQLiteProviderStore(self.db)
+        self.idempotency = SQLiteIdempotencyStore(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
-        return locks.run_exclusive(self, name)
+        return locks.run_exclusive(self.db, name)
 
     def close(self) -> None:
-        self._checkpointer.stop()  # before the write lock: a pass may be waiting for it
-        with self._write_lock:
-            if self._closed:
-                return
-            self._closed = True
-            with self._readers_lock:
-                for conn in self._readers:
-                    conn.close()
-                self._readers.clear()
-            try:
-                self._writer.execute("PRAGMA optimize")
-            finally:
-                self._writer.close()
+        self.db.close()
 
     def applied_migrations(self) -> list[str]:
-        return migrations.applied(self.reader())
+        return self.db.applied_migrations()
 
     # -- environments ------------------------------------------------------------------------
     def create_environment(self, env: Environment) -> None:
-        with self.tx() as conn:
+        with self.db.tx() as conn:
             conn.execute(
                 "INSERT INTO environments (id, name, owner, description, created_at, metadata) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -235,11 +118,13 @@ class SQLiteStore:
     _ENV_COLS = "id, name, owner, description, created_at, metadata"
 
     def get_environment(self, env_id: str) -> Environment | None:
-        row = self._point_read(f"SELECT {self._ENV_COLS} FROM environments WHERE id = ?", (env_id,))
+        row = self.db.point_read(
+            f"SELECT {self._ENV_COLS} FROM environments WHERE id = ?", (env_id,)
+        )
         return environment_from_row(row) if row else None
 
     def find_environment(self, owner: str, name: str) -> Environment | None:
-        row = self._point_read(
+        row = self.db.point_read(
             f"SELECT {self._ENV_COLS} FROM environments WHERE owner = ? AND name = ?",
             (owner, name),
         )
@@ -251,11 +136,11 @@ class SQLiteStore:
         if owner is not None:
             sql += " WHERE owner = ?"
             params = (owner,)
-        rows = self.reader().execute(sql + " ORDER BY created_at, name", params).fetchall()
+        rows = self.db.reader().execute(sql + " ORDER BY created_at, name", params).fetchall()
         return [environment_from_row(r) for r in rows]
 
     def delete_environment(self, env_id: str) -> None:
-        with self.tx() as conn:
+        with self.db.tx() as conn:
             ids = [
                 r[0]
                 for r in conn.execute("SELECT id FROM memories WHERE environment_id = ?", (env_id,))
@@ -273,7 +158,7 @@ class SQLiteStore:
         job = _WriteJob(changes, audit)
         with self._queue_lock:
             self._queue.append(job)
-        with self._write_lock:
+        with self.db.tx_lock():
             if not job.done:
                 with self._queue_lock:
                     batch, self._queue = self._queue, []
@@ -283,7 +168,7 @@ class SQLiteStore:
 
     def _commit_batch(self, batch: list[_WriteJob]) -> None:
         try:
-            with self._tx_unlocked() as conn:
+            with self.db.tx_unlocked() as conn:
                 for job in batch:
                     self._apply(conn, job)
         except Exception as exc:
@@ -292,7 +177,7 @@ class SQLiteStore:
             else:
                 for job in batch:  # isolate the failure: each write alone
                     try:
-                        with self._tx_unlocked() as conn:
+                        with self.db.tx_unlocked() as conn:
                             self._apply(conn, job)
                     except Exception as single:
                         job.error = single
@@ -300,6 +185,7 @@ class SQLiteStore:
             job.done = True
 
     def _apply(self, conn: sqlite3.Connection, job: _WriteJob) -> None:
+        mark_executed(conn, job.inflight)
         insert_audit(conn, job.audit)
         for change in job.changes:
             m = change.memory
@@ -340,7 +226,7 @@ class SQLiteStore:
         if not memory_ids:
             return []
         found: dict[str, Memory] = {}
-        conn = self.reader()
+        conn = self.db.reader()
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -354,7 +240,7 @@ class SQLiteStore:
 
     def rank_fields(self, memory_ids: Sequence[str]) -> list[RankFields]:
         out: list[RankFields] = []
-        conn = self.reader()
+        conn = self.db.reader()
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
@@ -363,19 +249,16 @@ class SQLiteStore:
                 f"thread FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
-            out.extend(
-                RankFields(r[0], Layer(r[1]), r[2], r[3], datetime.fromtimestamp(r[4], UTC), *r[5:])
-                for r in rows
-            )
+            out.extend(ROWS.rank_fields(r) for r in rows)
         return out
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
     ) -> list[Memory]:
         cond, params = where(flt)
-        order_sql = _ORDERS[order]
+        order_sql = ORDER_SQL[order]
         rows = (
-            self.reader()
+            self.db.reader()
             .execute(
                 f"SELECT {', '.join('m.' + c.strip() for c in MEMORY_COLUMNS.split(','))} "
                 f"FROM memories m WHERE {cond} ORDER BY {order_sql}, m.seq DESC LIMIT ? OFFSET ?",
@@ -387,12 +270,12 @@ class SQLiteStore:
 
     def count(self, flt: MemoryFilter) -> int:
         cond, params = where(flt)
-        row = self.reader().execute(f"SELECT count(*) FROM memories m WHERE {cond}", params)
+        row = self.db.reader().execute(f"SELECT count(*) FROM memories m WHERE {cond}", params)
         return int(row.fetchone()[0])
 
     def versions(self, memory_id: str) -> list[MemoryVersion]:
         rows = (
-            self.reader()
+            self.db.reader()
             .execute(
                 "SELECT memory_id, version, action, at, actor, reason, snapshot "
                 "FROM memory_versions WHERE memory_id = ? ORDER BY version",
@@ -400,23 +283,12 @@ class SQLiteStore:
             )
             .fetchall()
         )
-        return [
-            MemoryVersion(
-                memory_id=r[0],
-                version=r[1],
-                action=r[2],
-                at=datetime.fromtimestamp(r[3], UTC),
-                actor=r[4],
-                reason=r[5],
-                snapshot=Memory.model_validate_json(r[6]),
-            )
-            for r in rows
-        ]
+        return [ROWS.version(r) for r in rows]
 
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self.tx() as conn:
+        with self.db.tx() as conn:
             conn.executemany(
                 "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
                 "WHERE id = ?",
@@ -424,7 +296,7 @@ class SQLiteStore:
             )
 
     def purge(self, memory_ids: Sequence[str]) -> int:
-        with self.tx() as conn:
+        with self.db.tx() as conn:
             return self._purge_in(conn, list(memory_ids))
 
     def _purge_in(self, conn: sqlite3.Connection, ids: list[str]) -> int:
@@ -448,7 +320,7 @@ class SQLiteStore:
 
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        conn = self.reader()
+        conn = self.db.reader()
         terms, match = fts.plan(conn, query, flt, self._term_counts)
         if not terms:
             return []
@@ -465,7 +337,7 @@ class SQLiteStore:
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
-        conn = self.reader()
+        conn = self.db.reader()
         # environment, layer and status are filtered inside the in-memory index; anything else
         # the filter asks for is checked in SQL on the candidates, widening until enough pass
         needs_sql = bool(
@@ -508,14 +380,14 @@ class SQLiteStore:
     def vector_scores(
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
-        return self._vectors.scores_for(self.reader(), model_id, vector, memory_ids)
+        return self._vectors.scores_for(self.db.reader(), model_id, vector, memory_ids)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
     ) -> list[PendingEmbedding]:
         cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
         rows = (
-            self.reader()
+            self.db.reader()
             .execute(
                 f"SELECT {cols}, m.content_hash, m.seq FROM memories m "
                 "LEFT JOIN memory_vectors v ON v.memory_seq = m.seq AND v.model_id = ? "
@@ -533,7 +405,7 @@ class SQLiteStore:
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
-        with self.tx() as conn:
+        with self.db.tx() as conn:
             rev = conn.execute(
                 "UPDATE store_meta SET value = value + ? WHERE key = 'vector_rev' RETURNING value",
                 (len(updates),),
@@ -549,7 +421,7 @@ class SQLiteStore:
                 )
 
     def prune_embeddings(self, keep_model_id: str) -> int:
-        with self.tx() as conn:
+        with self.db.tx() as conn:
             removed = conn.execute(
                 "DELETE FROM memory_vectors WHERE model_id != ?", (keep_model_id,)
             ).rowcount
@@ -558,7 +430,7 @@ class SQLiteStore:
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
-        rows = self.reader().execute(
+        rows = self.db.reader().execute(
             "SELECT model_id, count(*) FROM memory_vectors GROUP BY model_id"
         )
         return {r[0]: int(r[1]) for r in rows}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from time import perf_counter
-from typing import TYPE_CHECKING
 
 from engram.actors import Actor
 from engram.lifecycle import changes
@@ -17,6 +16,7 @@ from engram.lifecycle.compaction import pick_facts
 from engram.lifecycle.decay import idle_days, is_cold, retention, should_flag
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import LifecycleEvent, MaintenanceReport
+from engram.lifecycle.reviews import ReviewStatus
 from engram.models import (
     Action,
     Environment,
@@ -26,12 +26,9 @@ from engram.models import (
     NewMemory,
     Source,
 )
+from engram.service.lifecycle_ops import LifecycleOps
 from engram.store import Change
 from engram.store.protocol import Vector
-from engram.store.reviews import ReviewStatus
-
-if TYPE_CHECKING:
-    from engram.service.lifecycle import LifecycleService
 
 _PAGE = 1000
 _EMBED_BATCH = 256
@@ -39,16 +36,14 @@ _ALL_REVIEWS = 1_000_000
 
 
 class Maintenance:
-    def __init__(
-        self, svc: LifecycleService, env: Environment, actor: Actor, *, dry_run: bool
-    ) -> None:
-        self._svc = svc
-        self._store = svc.store
-        self._cfg = svc.config
+    def __init__(self, ops: LifecycleOps, env: Environment, actor: Actor, *, dry_run: bool) -> None:
+        self._ops = ops
+        self._store = ops.store
+        self._cfg = ops.config
         self._env = env
         self._actor = actor
         self._dry = dry_run
-        self._now = svc.clock()
+        self._now = ops.clock()
         self._gone: set[str] = set()
         self.merged: list[LifecycleEvent] = []
         self.superseded: list[LifecycleEvent] = []
@@ -87,7 +82,7 @@ class Maintenance:
 
     def _commit(self, batch: list[Change]) -> None:
         if not self._dry:
-            self._svc.commit(batch, self._actor)
+            self._ops.commit(batch, self._actor)
 
     # -- dedup and contradiction ---------------------------------------------------------------
     def _sweep_facts(self) -> None:
@@ -102,15 +97,15 @@ class Maintenance:
         for i, fact in enumerate(facts):
             if fact.id in self._gone:
                 continue
-            if self._svc.embedder is not None and i % _EMBED_BATCH == 0:
+            if self._ops.embedder is not None and i % _EMBED_BATCH == 0:
                 batch = facts[i : i + _EMBED_BATCH]
-                vectors = self._svc.embed([f.content for f in batch])
+                vectors = self._ops.embed([f.content for f in batch])
                 if not self._dry:  # facts stored without vectors become searchable by meaning
-                    self._svc.store_vectors(batch, vectors)
+                    self._ops.store_vectors(batch, vectors)
             vector = None if vectors is None else vectors[i % _EMBED_BATCH]
             older = [
                 c
-                for c in self._svc.candidates(
+                for c in self._ops.candidates(
                     self._env.id, fact.content, vector, exclude=frozenset({fact.id})
                 )
                 if c.memory.id not in self._gone and position.get(c.memory.id, math.inf) < i
@@ -141,7 +136,7 @@ class Maintenance:
                     LifecycleEvent(memory_id=fact.id, other_id=other.id, reason=decision.reason)
                 )
                 if not self._dry:
-                    self._svc.queue(fact, other, decision.reason, decision.candidate.similarity)
+                    self._ops.queue(fact, other, decision.reason, decision.candidate.similarity)
 
     # -- decay ---------------------------------------------------------------------------------
     def _flag(self) -> None:
@@ -175,8 +170,8 @@ class Maintenance:
         created: list[str] = []
         reinforced: dict[str, Memory] = {}
         for pick in picks:
-            vectors = self._svc.embed([pick.content])
-            cands = self._svc.candidates(
+            vectors = self._ops.embed([pick.content])
+            cands = self._ops.candidates(
                 self._env.id, pick.content, None if vectors is None else vectors[0]
             )
             decision = decide(pick.content, cands, self._cfg, contradictions=False)

@@ -1,0 +1,57 @@
+"""What an extraction call takes and returns, shared by the service and the SDK (no I/O)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.extraction.conversation import NewConversation, NewMessage
+from engram.extraction.proposals import Proposal
+
+MAX_MESSAGES = 5000
+"""Messages per call."""
+
+
+class ConversationInput(BaseModel):
+    """A conversation and its messages, as an import or an API call delivers them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conversation: NewConversation = Field(default_factory=NewConversation)
+    messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)
+
+
+class Outcome(BaseModel):
+    """What happened to one proposal when stored: 'created', 'merged', 'superseded',
+    'queued' (the lifecycle's word for it) and the memory that now holds it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    proposal: int
+    action: str
+    memory_id: str | None = None
+    related_id: str | None = Field(
+        default=None, description="the memory it was merged into or superseded, if any"
+    )
+
+
+class ExtractionResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    conversation_id: str | None
+    dry_run: bool
+    extractor: str
+    fallback_reason: str | None = None
+    proposals: list[Proposal] = Field(default_factory=list)
+    outcomes: list[Outcome] = Field(default_factory=list)
+    stored_via: str | None = Field(
+        default=None, description="'lifecycle.remember' or 'memories.add_many'"
+    )
+    messages_added: int = 0
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Secrets the scrubber removed from the conversation and its messages "
+        "before anything was stored or extracted, as kind -> count.",
+    )
+
+    def memory_ids(self, action: str) -> list[str]:
+        return [o.memory_id for o in self.outcomes if o.action == action and o.memory_id]

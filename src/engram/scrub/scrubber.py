@@ -1,0 +1,141 @@
+"""The scrubber: text in, text without secrets out, with a count of what was removed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from engram.scrub.patterns import BUILTIN, Pattern
+
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_PRIVATE_TAG = re.compile(r"<(/?)private\s*>", re.IGNORECASE)
+PRIVATE = "private"
+"""The kind counted for a dropped ``<private>…</private>`` span (it leaves no marker)."""
+
+
+def marker(kind: str) -> str:
+    """What replaces a secret of ``kind``."""
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class ScrubConfig:
+    """Site settings: extra patterns (kind name and regex) and an allowlist of strings, or
+    regexes, whose matches must survive."""
+
+    extra: Sequence[tuple[str, str]] = ()
+    allow: Sequence[str] = ()
+    allow_regex: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Redactions:
+    """How many secrets of each kind were removed."""
+
+    kinds: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.kinds.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds)
+
+    def __add__(self, other: Redactions) -> Redactions:
+        if not other:
+            return self
+        if not self:
+            return other
+        merged = dict(self.kinds)
+        for kind, n in other.kinds.items():
+            merged[kind] = merged.get(kind, 0) + n
+        return Redactions(dict(sorted(merged.items())))
+
+    @classmethod
+    def merge(cls, many: Iterable[Redactions]) -> Redactions:
+        out = cls()
+        for r in many:
+            out = out + r
+        return out
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.kinds)
+
+
+class Scrubber:
+    """Replaces every secret the patterns find with ``[REDACTED:<kind>]`` and drops
+    ``<private>…</private>`` spans (an unclosed one runs to the end of the text).
+
+    Pure and thread-safe: compiled patterns only, no state between calls.
+    """
+
+    def __init__(self, config: ScrubConfig | None = None) -> None:
+        config = config or ScrubConfig()
+        extra = []
+        for kind, source in config.extra:
+            if not _KIND_RE.match(kind):
+                raise ValueError(
+                    f"scrub pattern name {kind!r} must be 1-40 lowercase letters, digits or '_', "
+                    "starting with a letter"
+                )
+            try:
+                extra.append(Pattern.compile(kind, source))
+            except re.error as exc:
+                raise ValueError(f"scrub pattern {kind!r} is not a valid regex: {exc}") from exc
+        try:
+            allow_res = [re.compile(a) for a in config.allow_regex]
+        except re.error as exc:
+            raise ValueError(f"scrub allow regex is not valid: {exc}") from exc
+        # site patterns first: they name a shape more precisely than a generic rule would
+        self.patterns: tuple[Pattern, ...] = (*extra, *BUILTIN)
+        self._allow = frozenset(config.allow)
+        self._allow_res = tuple(allow_res)
+
+    def _allowed(self, text: str) -> bool:
+        return text in self._allow or any(r.search(text) for r in self._allow_res)
+
+    def scrub(self, text: str) -> tuple[str, Redactions]:
+        """``text`` without its secrets, and what was removed."""
+        counts: dict[str, int] = {}
+        if "<" in text:
+            text, dropped = _drop_private(text)
+            if dropped:
+                counts[PRIVATE] = dropped
+        for pattern in self.patterns:
+            text = pattern.regex.sub(partial(self._replace, kind=pattern.kind, counts=counts), text)
+        return text, Redactions(dict(sorted(counts.items())))
+
+    def _replace(self, m: re.Match[str], *, kind: str, counts: dict[str, int]) -> str:
+        has_group = "secret" in m.re.groupindex and m.group("secret") is not None
+        secret = m.group("secret") if has_group else m.group(0)
+        if self._allowed(secret) or self._allowed(m.group(0)):
+            return m.group(0)
+        counts[kind] = counts.get(kind, 0) + 1
+        if not has_group:
+            return marker(kind)
+        start, end = m.span("secret")
+        whole = m.group(0)
+        return whole[: start - m.start()] + marker(kind) + whole[end - m.start() :]
+
+
+def _drop_private(text: str) -> tuple[str, int]:
+    """Remove ``<private>…</private>`` spans (nested ones count once); linear in the text."""
+    out: list[str] = []
+    depth = 0
+    pos = 0
+    spans = 0
+    for tag in _PRIVATE_TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        if depth == 0:
+            out.append(text[pos : tag.start()])
+            if closing:  # a stray closing tag: dropped, nothing else
+                pos = tag.end()
+                continue
+            spans += 1
+        depth = depth - 1 if closing else depth + 1
+        pos = tag.end()
+    if depth == 0:
+        out.append(text[pos:])
+    return "".join(out), spans

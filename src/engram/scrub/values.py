@@ -1,0 +1,93 @@
+"""Scrubbing structured values: every string inside a pydantic model, dataclass, dict (keys
+too), list or tuple, recursively, except identity fields (ids, versions, enums, timestamps)."""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from engram.scrub.scrubber import Redactions, Scrubber
+
+T = TypeVar("T")
+
+KEEP = frozenset(
+    {
+        # identities and references: ids are generated or validated, never free text
+        "id",
+        "environment_id",
+        "memory_id",
+        "other_id",
+        "conversation_id",
+        "owner",
+        "user_id",
+        "key_id",
+        "supersedes",
+        "superseded_by",
+        "merged_into",
+        "targets",
+        "before",
+        "after",
+        "external_id",
+        "interface",
+        "action",
+        # what the scrubber itself reports
+        "redactions",
+    }
+)
+"""Field names never scrubbed, in any model."""
+
+_KEEP_IN = {"SoulBlock": frozenset({"name"})}
+"""Per model: a Soul block's name is its identity (a catalogue or validated custom name)."""
+
+
+def scrub_value(scrubber: Scrubber, value: T) -> tuple[T, Redactions]:
+    """``value`` with every free-text string scrubbed (the same object when nothing changed)."""
+    found: list[Redactions] = []
+    out = _walk(scrubber, value, found)
+    return out, Redactions.merge(found)
+
+
+def _walk(s: Scrubber, value: Any, found: list[Redactions]) -> Any:
+    if isinstance(value, Enum) or value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        text, red = s.scrub(value)
+        if red:
+            found.append(red)
+        return value if text == value else text
+    if isinstance(value, BaseModel):
+        keep = KEEP | _KEEP_IN.get(type(value).__name__, frozenset())
+        update = _fields(s, value, type(value).model_fields, keep, found)
+        return value.model_copy(update=update) if update else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in dataclasses.fields(value)]
+        update = _fields(s, value, names, KEEP, found)
+        return dataclasses.replace(value, **update) if update else value
+    if isinstance(value, dict):
+        items = [(_walk(s, k, found), _walk(s, v, found)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list | tuple):
+        new = [_walk(s, v, found) for v in value]
+        if all(a is b for a, b in zip(new, value, strict=True)):
+            return value
+        return type(value)(new) if isinstance(value, tuple) else new
+    return value  # datetimes, bytes, numbers: no free text
+
+
+def _fields(
+    s: Scrubber, obj: Any, names: Any, keep: frozenset[str], found: list[Redactions]
+) -> dict[str, Any]:
+    update = {}
+    for name in names:
+        if name in keep:
+            continue
+        old = getattr(obj, name)
+        new = _walk(s, old, found)
+        if new is not old:
+            update[name] = new
+    return update

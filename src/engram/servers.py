@@ -1,0 +1,71 @@
+"""The composition root of the long-running processes: it joins edges, which never import
+each other.
+
+- ``engram serve``: one HTTP app over one :class:`Engram`, serving the REST API
+  (:mod:`engram.api`, at ``/api/v1``) and MCP over Streamable HTTP (:mod:`engram.mcp.http`, at
+  ``/mcp``, the same API keys), with embedding and maintenance in the background. The web
+  dashboard, when it comes, is mounted here too.
+- ``engram mcp``: MCP on stdio (:mod:`engram.mcp.stdio`).
+
+The CLI calls these; frameworks load only when one runs (the imports are inside).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engram.config import ServerSettings
+from engram.service import Engram
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+
+def http_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
+    """The app ``engram serve`` runs: REST at /api/v1, MCP at /mcp."""
+    from engram.api import create_app
+    from engram.mcp.http import mount as mount_mcp
+
+    settings = settings or ServerSettings()
+    app = create_app(engram, settings)
+    mount_mcp(app, engram, settings)
+    return app
+
+
+def configure_logging(level: str) -> None:
+    """JSON lines on stderr (the server's log format)."""
+    from engram.api.observability import configure_logging as configure
+
+    configure(level)
+
+
+def run_http(engram: Engram, settings: ServerSettings, *, maintenance_every: float) -> None:
+    """Serve until SIGINT/SIGTERM, with the background jobs (``maintenance_every`` seconds
+    between sweeps; 0: never)."""
+    import uvicorn
+
+    from engram.service.jobs import BackgroundJobs
+
+    config = uvicorn.Config(
+        http_app(engram, settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        server_header=False,
+    )
+    jobs = BackgroundJobs(engram, maintenance_every)
+    jobs.start()
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        jobs.stop()
+
+
+def run_stdio(engram: Engram, token: str | None, environment: str | None, cwd: Path) -> None:
+    """Serve MCP on stdin/stdout until stdin closes (see :mod:`engram.mcp.stdio`)."""
+    from engram.mcp.stdio import serve_stdio
+
+    serve_stdio(engram, token, environment, cwd)

@@ -1,0 +1,594 @@
+"""Who may do what, for EVERY operation of the OpenAPI document and EVERY MCP tool, with keys of
+each scope (read, write, read+write, admin) held by users of each role in one environment
+(none, reader, writer, owner, and the server administrator, who has no role there).
+
+Operations and tools are listed from the running app, so a new route or tool fails
+``test_every_operation_and_tool_has_a_case`` until it gets a case here. The expected status
+follows from rules, not from a table of answers:
+
+- ``ENV_READ``: the key's ``read`` scope and a role in the environment;
+- ``ENV_WRITE``: the ``write`` scope and the writer role; ``ENV_OWNER``: the owner role;
+- without any role the environment does not exist (404), whatever the key;
+- ``OWN_READ`` / ``OWN_WRITE``: the caller's own things (their Soul, their environments);
+- ``ADMIN``: the ``admin`` scope; ``ANY``: any valid key; ``PUBLIC``: no key at all.
+
+No response may carry another environment's data: a stranger's environment holds planted
+marker strings in every kind of record, and the shared environment's own marker must not
+reach callers without a role in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from engram import LOCAL, Engram
+from engram.accounts import Role, Scope
+from engram.actors import Actor
+from engram.extraction.conversation import NewConversation, NewMessage
+from engram.extraction.conversation import Role as Speaker
+from engram.ids import new_id
+from engram.mcp import Binding, build_server
+from engram.models import Layer, NewMemory, ProcedureDetails
+from engram.service.extraction import ConversationInput
+from engram.store.reviews import ReviewItem
+from tests import test_api_live
+from tests.mcp_scenario import text_of
+from tests.test_api_live import Live
+
+live = test_api_live.live  # the live-server fixture
+
+STRANGER_MARK = "zebramarkerstranger"
+"""Planted in every kind of record of an environment none of the callers may see."""
+SHARED_MARK = "okapimarkershared"
+"""Planted in the shared environment: visible to its members, to nobody else."""
+
+
+class Rule(Enum):
+    PUBLIC = "public"
+    ANY = "any"
+    ADMIN = "admin"
+    OWN_READ = "own_read"
+    OWN_WRITE = "own_write"
+    ENV_READ = "env_read"
+    ENV_WRITE = "env_write"
+    ENV_OWNER = "env_owner"
+
+
+NEED = {Rule.ENV_READ: Role.READER, Rule.ENV_WRITE: Role.WRITER, Rule.ENV_OWNER: Role.OWNER}
+
+
+@dataclass(frozen=True)
+class Caller:
+    label: str
+    user_id: str
+    role: Role | None
+    scopes: frozenset[Scope]
+    admin: bool = False
+
+    def can(self, scope: Scope) -> bool:
+        return Scope.ADMIN in self.scopes or scope in self.scopes
+
+
+def expected(rule: Rule, caller: Caller) -> int | None:
+    """The error status the rules give ``caller``, or None when the call must succeed."""
+    if rule in (Rule.PUBLIC, Rule.ANY):
+        return None
+    if rule is Rule.ADMIN:
+        return None if caller.can(Scope.ADMIN) else 403
+    if rule is Rule.OWN_READ:
+        return None if caller.can(Scope.READ) else 403
+    if rule is Rule.OWN_WRITE:
+        return None if caller.can(Scope.WRITE) else 403
+    if caller.role is None:
+        return 404  # the environment does not exist for them, whatever the key
+    scope = Scope.READ if rule is Rule.ENV_READ else Scope.WRITE
+    if not caller.can(scope) or not caller.role.allows(NEED[rule]):
+        return 403
+    return None
+
+
+# -- the world every call runs in --------------------------------------------------------------
+
+
+@dataclass
+class World:
+    engram: Engram
+    proprietor: Actor
+    shared_env: str
+    third_user: str
+    preset: str
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    def unique(self, prefix: str) -> str:
+        return f"{prefix}-{next(self.counter)}"
+
+    def memory(self, layer: Layer = Layer.FACT) -> str:
+        """A fresh memory in the shared environment (so destructive calls never run out)."""
+        text = f"{SHARED_MARK} {layer.value} {self.unique('m')}"
+        new = NewMemory(
+            layer=layer,
+            content=text,
+            procedure=ProcedureDetails(name="deploy") if layer is Layer.PROCEDURE else None,
+        )
+        return self.engram.memories.add(new, self.proprietor, self.shared_env).id
+
+    def merged(self) -> str:
+        """A merged record in the shared environment: something ``undo`` can undo."""
+        text = f"{SHARED_MARK} the nightly build runs at two {self.unique('u')}"
+        self.engram.lifecycle.remember(NewMemory(content=text), self.proprietor, self.shared_env)
+        again = self.engram.lifecycle.remember(
+            NewMemory(content=text), self.proprietor, self.shared_env
+        )
+        assert again.merged_record is not None
+        return again.merged_record
+
+    def review(self) -> str:
+        item = ReviewItem(
+            id=new_id("rev_"),
+            environment_id=self.shared_env,
+            memory_id=self.memory(),
+            other_id=self.memory(),
+            reason="unclear",
+            created_at=datetime.now(UTC),
+        )
+        self.engram.store.reviews.put_review(item)
+        return item.id
+
+    def conversation(self) -> str:
+        data = ConversationInput(
+            conversation=NewConversation(id=self.unique("c")),
+            messages=[NewMessage(role=Speaker.USER, content=f"{SHARED_MARK} I like tea.")],
+        )
+        result = self.engram.extraction.extract(data, self.proprietor, self.shared_env)
+        assert result.conversation_id is not None
+        return result.conversation_id
+
+    def env_for(self, caller: Caller, *, with_member: bool = False) -> str:
+        """A fresh environment of the proprietor where ``caller`` has their role."""
+        env = self.engram.environments.create(self.unique("fresh"), self.proprietor)
+        if caller.role is not None and caller.user_id != self.proprietor.user_id:
+            self.engram.environments.share(env.id, caller.user_id, caller.role, self.proprietor)
+        if with_member:
+            self.engram.environments.share(env.id, self.third_user, Role.READER, self.proprietor)
+        return env.id
+
+    def own(self, caller: Caller) -> Actor:
+        """The caller's user acting with every scope (to prepare their own Soul)."""
+        return Actor(caller.user_id, "local")
+
+    def snapshot(self, caller: Caller) -> str:
+        return self.engram.soul.snapshot(self.own(caller)).id
+
+    def block(self, caller: Caller) -> str:
+        for text in ("first", "second"):
+            self.engram.soul.set_block(self.own(caller), "identity", f"{text} {self.unique('b')}")
+        return "identity"
+
+
+def plant_stranger(engram: Engram) -> None:
+    """An environment nobody in the matrix may see, with the marker in every kind of record."""
+    stranger = Actor(engram.accounts.create_user("stranger", LOCAL).id, "local")
+    env = engram.environments.create(f"{STRANGER_MARK}-env", stranger).id
+    for layer in Layer:
+        engram.memories.add(
+            NewMemory(
+                layer=layer,
+                content=f"{STRANGER_MARK} {layer.value} nightly build deploy tea",
+                tags=[STRANGER_MARK],
+                procedure=ProcedureDetails(name="deploy") if layer is Layer.PROCEDURE else None,
+            ),
+            stranger,
+            env,
+        )
+    engram.lifecycle.remember(
+        NewMemory(content=f"{STRANGER_MARK} builds run nightly"), stranger, env
+    )
+    engram.extraction.extract(
+        ConversationInput(
+            conversation=NewConversation(id="c-0"),
+            messages=[NewMessage(role=Speaker.USER, content=f"{STRANGER_MARK} I like tea.")],
+        ),
+        stranger,
+        env,
+    )
+    engram.soul.set_block(stranger, "identity", f"{STRANGER_MARK} persona")
+    engram.soul.snapshot(stranger, label=STRANGER_MARK)
+
+
+def build_world(engram: Engram) -> tuple[World, list[Caller], dict[str, str]]:
+    """The shared environment, its members and their keys: (world, callers, token by label)."""
+    proprietor = Actor(engram.accounts.create_user("proprietor", LOCAL).id, "local")
+    shared = engram.environments.create("shared", proprietor).id
+    third = engram.accounts.create_user("third", LOCAL).id
+    plant_stranger(engram)
+    world = World(engram, proprietor, shared, third, engram.soul.presets()[0].name)
+    world.memory()
+    callers, tokens = [], {}
+    key_sets = {"r": [Scope.READ], "w": [Scope.WRITE], "rw": [Scope.READ, Scope.WRITE]}
+    for role in (None, Role.READER, Role.WRITER, Role.OWNER):
+        name = role.value if role else "none"
+        user = engram.accounts.create_user(f"u-{name}", LOCAL).id
+        engram.environments.ensure_default(Actor(user, "local"))
+        if role is not None:
+            engram.environments.share(shared, user, role, proprietor)
+        for label, scopes in key_sets.items():
+            issued = engram.accounts.issue_key(LOCAL, label, scopes, user_id=user)
+            caller = Caller(f"{name}/{label}", user, role, frozenset(scopes))
+            callers.append(caller)
+            tokens[caller.label] = issued.token
+    engram.environments.ensure_default(LOCAL)
+    for label, scopes in {**key_sets, "admin": [Scope.ADMIN]}.items():
+        issued = engram.accounts.issue_key(LOCAL, label, scopes)
+        caller = Caller(f"admin/{label}", LOCAL.user_id, None, frozenset(scopes), admin=True)
+        callers.append(caller)
+        tokens[caller.label] = issued.token
+    return world, callers, tokens
+
+
+# -- REST cases ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    path: str
+    params: dict[str, Any] = field(default_factory=dict)
+    json: Any = None
+    token: str | None = None  # a fresh key of the caller's, when the call acts on the key itself
+
+
+Build = Callable[[World, Caller], Call]
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: Rule
+    build: Build
+
+
+def _layer_cases(noun: str, layer: Layer) -> dict[str, Case]:
+    base = f"/api/v1/{noun}"
+    body: dict[str, Any] = {"content": "matrix write"}
+    if layer is Layer.PROCEDURE:
+        body["procedure"] = {"name": "p"}
+    env = {"environment": "{env}"}
+
+    def on(path: str, rule: Rule, **kw: Any) -> Case:
+        def build(w: World, c: Caller) -> Call:
+            needs_id = "{id}" in path or kw.get("json") in ("ids", "items")
+            mid = w.memory(layer) if needs_id else ""
+            params = {k: w.shared_env for k in kw.get("params", {})}
+            payload = kw.get("json")
+            if payload == "ids":
+                payload = {"ids": [mid]}
+            elif payload == "items":
+                payload = {"items": [{"id": mid, "patch": {"pinned": True}}]}
+            return Call(path.replace("{id}", mid), params, payload)
+
+        return Case(rule, build)
+
+    return {
+        f"POST {base}/bulk": on(f"{base}/bulk", Rule.ENV_WRITE, params=env, json=[body]),
+        f"PATCH {base}/bulk": on(f"{base}/bulk", Rule.ENV_WRITE, json="items"),
+        f"POST {base}/bulk-delete": on(f"{base}/bulk-delete", Rule.ENV_WRITE, json="ids"),
+        f"POST {base}/purge": on(f"{base}/purge", Rule.ENV_OWNER, json="ids"),
+        f"POST {base}": on(base, Rule.ENV_WRITE, params=env, json=body),
+        f"GET {base}": on(base, Rule.ENV_READ, params=env),
+        f"GET {base}/{{memory_id}}": on(f"{base}/{{id}}", Rule.ENV_READ),
+        f"PATCH {base}/{{memory_id}}": on(f"{base}/{{id}}", Rule.ENV_WRITE, json={"pinned": True}),
+        f"DELETE {base}/{{memory_id}}": on(f"{base}/{{id}}", Rule.ENV_WRITE),
+        f"GET {base}/{{memory_id}}/history": on(f"{base}/{{id}}/history", Rule.ENV_READ),
+        f"POST {base}/{{memory_id}}/restore": on(
+            f"{base}/{{id}}/restore", Rule.ENV_WRITE, json={"version": 1}
+        ),
+    }
+
+
+def _fixed(rule: Rule, path: str, json: Any = None, **params: str) -> Case:
+    """A call whose ``{env}`` values are the shared environment."""
+
+    def build(w: World, c: Caller) -> Call:
+        fill = {k: (w.shared_env if v == "{env}" else v) for k, v in params.items()}
+        body = {k: (w.shared_env if v == "{env}" else v) for k, v in json.items()} if json else json
+        return Call(path, fill, body)
+
+    return Case(rule, build)
+
+
+def _own_key(path: str) -> Build:
+    def build(w: World, c: Caller) -> Call:
+        scopes = sorted(c.scopes)
+        issued = w.engram.accounts.issue_key(LOCAL, w.unique("k"), scopes, user_id=c.user_id)
+        return Call(path.replace("{key}", issued.key.id), token=issued.token)
+
+    return build
+
+
+V1 = "/api/v1"
+TEA = [{"role": "user", "content": "I like tea."}]
+CASES: dict[str, Case] = {
+    "GET /healthz": _fixed(Rule.PUBLIC, "/healthz"),
+    "GET /readyz": _fixed(Rule.PUBLIC, "/readyz"),
+    "GET /metrics": _fixed(Rule.PUBLIC, "/metrics"),
+    **_layer_cases("facts", Layer.FACT),
+    **_layer_cases("episodes", Layer.EPISODE),
+    **_layer_cases("procedures", Layer.PROCEDURE),
+    f"POST {V1}/procedures/{{memory_id}}/success": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/procedures/{w.memory(Layer.PROCEDURE)}/success")
+    ),
+    f"POST {V1}/procedures/{{memory_id}}/failure": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/procedures/{w.memory(Layer.PROCEDURE)}/failure")
+    ),
+    f"GET {V1}/environments": _fixed(Rule.OWN_READ, f"{V1}/environments"),
+    f"POST {V1}/environments": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/environments", json={"name": w.unique("env")})
+    ),
+    f"GET {V1}/environments/{{ref}}": Case(
+        Rule.ENV_READ, lambda w, c: Call(f"{V1}/environments/{w.shared_env}")
+    ),
+    f"DELETE {V1}/environments/{{ref}}": Case(
+        Rule.ENV_OWNER, lambda w, c: Call(f"{V1}/environments/{w.env_for(c)}")
+    ),
+    f"GET {V1}/environments/{{ref}}/members": Case(
+        Rule.ENV_READ, lambda w, c: Call(f"{V1}/environments/{w.shared_env}/members")
+    ),
+    f"PUT {V1}/environments/{{ref}}/members/{{user_id}}": Case(
+        Rule.ENV_OWNER,
+        lambda w, c: Call(
+            f"{V1}/environments/{w.env_for(c)}/members/{w.third_user}", json={"role": "reader"}
+        ),
+    ),
+    f"DELETE {V1}/environments/{{ref}}/members/{{user_id}}": Case(
+        Rule.ENV_OWNER,
+        lambda w, c: Call(
+            f"{V1}/environments/{w.env_for(c, with_member=True)}/members/{w.third_user}"
+        ),
+    ),
+    f"GET {V1}/users/me": _fixed(Rule.ANY, f"{V1}/users/me"),
+    f"GET {V1}/users": _fixed(Rule.ANY, f"{V1}/users"),
+    f"POST {V1}/users": Case(
+        Rule.ADMIN, lambda w, c: Call(f"{V1}/users", json={"name": w.unique("user")})
+    ),
+    f"GET {V1}/users/{{user_id}}": Case(Rule.ANY, lambda w, c: Call(f"{V1}/users/{c.user_id}")),
+    f"PUT {V1}/users/{{user_id}}/password": Case(
+        Rule.OWN_WRITE,
+        lambda w, c: Call(f"{V1}/users/{c.user_id}/password", json={"password": "long enough"}),
+    ),
+    f"GET {V1}/keys": _fixed(Rule.ANY, f"{V1}/keys"),
+    f"POST {V1}/keys": Case(
+        Rule.ADMIN, lambda w, c: Call(f"{V1}/keys", json={"name": "k", "scopes": ["read"]})
+    ),
+    f"GET {V1}/keys/{{key_id}}": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}")),
+    f"DELETE {V1}/keys/{{key_id}}": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}")),
+    f"POST {V1}/keys/{{key_id}}/rotate": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}/rotate")),
+    f"GET {V1}/audit": _fixed(Rule.OWN_READ, f"{V1}/audit"),
+    f"POST {V1}/maintenance": _fixed(Rule.ENV_WRITE, f"{V1}/maintenance", {"environment": "{env}"}),
+    f"POST {V1}/memories/remember": Case(
+        Rule.ENV_WRITE,
+        lambda w, c: Call(
+            f"{V1}/memories/remember",
+            {"environment": w.shared_env},
+            {"content": f"matrix remembers {w.unique('r')}"},
+        ),
+    ),
+    f"POST {V1}/memories/{{memory_id}}/feedback": Case(
+        Rule.ENV_WRITE,
+        lambda w, c: Call(f"{V1}/memories/{w.memory()}/feedback", json={"kind": "helpful"}),
+    ),
+    f"POST {V1}/memories/{{memory_id}}/undo": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/memories/{w.merged()}/undo")
+    ),
+    f"GET {V1}/reviews": _fixed(Rule.ENV_READ, f"{V1}/reviews", environment="{env}"),
+    f"POST {V1}/reviews/{{review_id}}/accept": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/reviews/{w.review()}/accept", json={})
+    ),
+    f"POST {V1}/reviews/{{review_id}}/dismiss": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/reviews/{w.review()}/dismiss", json={})
+    ),
+    f"POST {V1}/search": _fixed(
+        Rule.ENV_READ, f"{V1}/search", {"query": "tea build", "environment": "{env}"}
+    ),
+    f"POST {V1}/context/assemble": _fixed(
+        Rule.ENV_READ, f"{V1}/context/assemble", {"query": "tea", "environment": "{env}"}
+    ),
+    f"POST {V1}/context/preview": _fixed(
+        Rule.ENV_READ, f"{V1}/context/preview", {"query": "tea", "environment": "{env}"}
+    ),
+    # the Soul is personal: these address the caller's own global layer
+    f"GET {V1}/soul": _fixed(Rule.OWN_READ, f"{V1}/soul"),
+    f"GET {V1}/soul/render": _fixed(Rule.OWN_READ, f"{V1}/soul/render"),
+    f"GET {V1}/soul/layer": _fixed(Rule.OWN_READ, f"{V1}/soul/layer"),
+    f"GET {V1}/soul/presets": _fixed(Rule.ANY, f"{V1}/soul/presets"),
+    f"POST {V1}/soul/presets/{{preset}}/apply": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/soul/presets/{w.preset}/apply")
+    ),
+    f"GET {V1}/soul/snapshots": _fixed(Rule.OWN_READ, f"{V1}/soul/snapshots"),
+    f"POST {V1}/soul/snapshots": _fixed(Rule.OWN_WRITE, f"{V1}/soul/snapshots", {"label": "x"}),
+    f"GET {V1}/soul/snapshots/{{snapshot_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/soul/snapshots/{w.snapshot(c)}")
+    ),
+    f"GET {V1}/soul/snapshots/{{snapshot_id}}/diff": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/soul/snapshots/{w.snapshot(c)}/diff")
+    ),
+    f"POST {V1}/soul/snapshots/{{snapshot_id}}/restore": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/soul/snapshots/{w.snapshot(c)}/restore", json={})
+    ),
+    f"GET {V1}/soul/blocks/{{name}}": _fixed(Rule.OWN_READ, f"{V1}/soul/blocks/identity"),
+    f"PUT {V1}/soul/blocks/{{name}}": Case(
+        Rule.OWN_WRITE,
+        lambda w, c: Call(f"{V1}/soul/blocks/identity", json={"text": w.unique("matrix")}),
+    ),
+    f"GET {V1}/soul/blocks/{{name}}/history": _fixed(
+        Rule.OWN_READ, f"{V1}/soul/blocks/identity/history"
+    ),
+    f"GET {V1}/soul/blocks/{{name}}/diff": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/soul/blocks/{w.block(c)}/diff")
+    ),
+    f"POST {V1}/soul/blocks/{{name}}/restore": Case(
+        Rule.OWN_WRITE,
+        lambda w, c: Call(f"{V1}/soul/blocks/{w.block(c)}/restore", json={"version": 1}),
+    ),
+    f"POST {V1}/extract": _fixed(
+        Rule.ENV_WRITE, f"{V1}/extract", {"messages": TEA, "environment": "{env}"}
+    ),
+    f"GET {V1}/conversations/{{conversation_id}}": Case(
+        Rule.ENV_READ, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}")
+    ),
+    f"GET {V1}/conversations/{{conversation_id}}/messages": Case(
+        Rule.ENV_READ, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}/messages")
+    ),
+    f"POST {V1}/conversations/{{conversation_id}}/messages": Case(
+        Rule.ENV_WRITE,
+        lambda w, c: Call(
+            f"{V1}/conversations/{w.unique('mine')}/messages",
+            json={"messages": TEA, "environment": w.shared_env},
+        ),
+    ),
+    f"POST {V1}/conversations/{{conversation_id}}/extract": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}/extract", json={})
+    ),
+}
+
+
+# -- MCP cases -----------------------------------------------------------------------------------
+
+ToolArgs = Callable[[World, Caller], dict[str, Any]]
+
+
+def _env(**args: Any) -> ToolArgs:
+    return lambda w, c: {**args, "environment": w.shared_env}
+
+
+def _mem(layer: Layer = Layer.FACT, **args: Any) -> ToolArgs:
+    return lambda w, c: {**args, "memory_id": w.memory(layer)}
+
+
+TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
+    "recall": (Rule.ENV_READ, _env(query="tea build")),
+    "get_context": (Rule.ENV_READ, _env(query="tea")),
+    "preview_context": (Rule.ENV_READ, _env(query="tea")),
+    "remember": (Rule.ENV_WRITE, _env(content="matrix remembers over mcp")),
+    "get_memory": (Rule.ENV_READ, _mem()),
+    "update_memory": (Rule.ENV_WRITE, _mem(pinned=True)),
+    "delete_memory": (Rule.ENV_WRITE, _mem()),
+    "restore_memory": (Rule.ENV_WRITE, _mem(version=1)),
+    "memory_history": (Rule.ENV_READ, _mem()),
+    "list_recent": (Rule.ENV_READ, _env()),
+    "create_episode": (Rule.ENV_WRITE, _env(summary="matrix session")),
+    "search_episodes": (Rule.ENV_READ, _env(query="build")),
+    "create_procedure": (Rule.ENV_WRITE, _env(name="p", description="d", steps=["a"])),
+    "record_procedure_outcome": (Rule.ENV_WRITE, _mem(Layer.PROCEDURE, success=True)),
+    "search_procedures": (Rule.ENV_READ, _env(query="deploy")),
+    "soul_get": (Rule.OWN_READ, lambda w, c: {}),
+    "soul_update_block": (Rule.OWN_WRITE, lambda w, c: {"block": "identity", "text": "x"}),
+    "soul_apply_preset": (Rule.OWN_WRITE, lambda w, c: {"preset": w.preset}),
+    "soul_snapshot": (Rule.OWN_WRITE, lambda w, c: {"label": "x"}),
+    "soul_restore": (Rule.OWN_WRITE, lambda w, c: {"snapshot_id": w.snapshot(c)}),
+    "list_environments": (Rule.OWN_READ, lambda w, c: {}),
+    "create_environment": (Rule.OWN_WRITE, lambda w, c: {"name": w.unique("mcp-env")}),
+    "feedback": (Rule.ENV_WRITE, _mem(kind="helpful")),
+    "maintain": (Rule.ENV_WRITE, _env()),
+    "extract_memories": (Rule.ENV_WRITE, _env(messages=TEA)),
+}
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+
+def _operations(live: Live) -> dict[str, dict[str, Any]]:
+    spec = httpx.get(f"{live.url}/openapi.json").json()
+    return {
+        f"{method.upper()} {path}": op
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+    }
+
+
+async def _tool_names(engram: Engram) -> set[str]:
+    async with Client(build_server(Binding(engram, LOCAL)), mode="auto") as c:  # type: ignore[arg-type]
+        return {t.name for t in (await c.list_tools()).tools}
+
+
+def test_every_operation_and_tool_has_a_case(live: Live) -> None:
+    assert set(_operations(live)) == set(CASES)
+    assert asyncio.run(_tool_names(live.engram)) == set(TOOLS)
+
+
+def _success_code(op: dict[str, Any]) -> int:
+    return min(int(c) for c in op["responses"] if c.startswith("2"))
+
+
+def _no_foreign_data(body: str, caller: Caller, where: str) -> None:
+    assert STRANGER_MARK not in body, (where, caller.label, body[:300])
+    if caller.role is None:
+        assert SHARED_MARK not in body, (where, caller.label, body[:300])
+
+
+def test_rest_matrix(live: Live) -> None:
+    world, callers, tokens = build_world(live.engram)
+    failures = []
+    with live.client() as http:  # one keep-alive connection; each request sends its key
+        for key, op in _operations(live).items():
+            failures += _walk(http, world, callers, tokens, key, op)
+    assert failures == [], "\n".join(failures)
+
+
+def _walk(
+    http: httpx.Client,
+    world: World,
+    callers: list[Caller],
+    tokens: dict[str, str],
+    key: str,
+    op: dict[str, Any],
+) -> list[str]:
+    """One operation as every caller: the calls whose status breaks the rules."""
+    method = key.split(" ", 1)[0]
+    case = CASES[key]
+    failures = []
+    for caller in callers:
+        call = case.build(world, caller)
+        auth = {"Authorization": f"Bearer {call.token or tokens[caller.label]}"}
+        r = http.request(method, call.path, params=call.params, json=call.json, headers=auth)
+        want = expected(case.rule, caller)
+        status = _success_code(op) if want is None else want
+        if r.status_code != status:
+            failures.append(
+                f"{key} as {caller.label}: {r.status_code} (want {status}) {r.text[:200]}"
+            )
+        _no_foreign_data(r.text, caller, key)
+    return failures
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_mcp_matrix(live: Live) -> None:
+    world, callers, tokens = build_world(live.engram)
+    names = await _tool_names(live.engram)
+    failures = []
+    for caller in callers:
+        actor = live.engram.accounts.authenticate(tokens[caller.label], "mcp")
+        async with Client(build_server(Binding(live.engram, actor)), mode="auto") as c:  # type: ignore[arg-type]
+            for name in sorted(names):
+                rule, args = TOOLS[name]
+                result = await c.call_tool(name, args(world, caller))
+                text = text_of(result)
+                want = expected(rule, caller)
+                code = {None: "", 403: "permission_denied", 404: "not_found"}[want]
+                ok = (not result.is_error) if want is None else (result.is_error and code in text)
+                if not ok:
+                    failures.append(f"{name} as {caller.label}: {text[:200]} (want {want})")
+                _no_foreign_data(text, caller, name)
+    assert failures == [], "\n".join(failures)
