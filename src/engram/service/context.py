@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from html import escape
 from typing import Literal
 
@@ -23,7 +24,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput
 from engram.extraction.turns import is_message, message_id_of, source_ids
-from engram.models import Layer, Memory, MemoryFilter
+from engram.models import MESSAGE_CATEGORY, Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
     AssembledContext,
     ContextItem,
@@ -32,8 +33,9 @@ from engram.retrieval.models import (
     SearchMode,
 )
 from engram.service.environments import EnvironmentService
-from engram.service.search import SearchService
+from engram.service.search import Ranked, SearchService
 from engram.store import Store
+from engram.store.protocol import Hit
 from engram.tokens import count_tokens
 
 TierName = Literal["facts", "messages", "episodes", "procedures"]
@@ -82,15 +84,23 @@ MIN_TOKENS, MAX_TOKENS = 64, 200_000
 MAX_ITEMS = 1000
 KEYWORD_POOL = 100
 TOKENS_PER_CANDIDATE = 25
-"""Candidates ranked per layer: one per this many tokens of budget (20 to 200)."""
+"""Candidates kept per layer: one per this many tokens of budget (20 to 200)."""
+STREAM_DEPTH = 1.5
+"""Each stream's candidates per layer, as a multiple of the candidates kept (at least 100)."""
+READ_AHEAD = 16
+"""Memories read at once when packing reaches one not read yet."""
 
 
 def tier_of(memory: Memory) -> TierName:
-    if memory.layer is Layer.FACT:
+    return _tier(memory.layer, memory.category)
+
+
+def _tier(layer: Layer, category: str) -> TierName:
+    if layer is Layer.FACT:
         return "facts"
-    if memory.layer is Layer.PROCEDURE:
+    if layer is Layer.PROCEDURE:
         return "procedures"
-    return "messages" if is_message(memory) else "episodes"
+    return "messages" if category == MESSAGE_CATEGORY else "episodes"
 
 
 def said_on(memory: Memory) -> str:
@@ -120,6 +130,54 @@ def render_item(memory: Memory) -> str:
     return "- " + escape(line, quote=False) + "\n"
 
 
+@lru_cache(maxsize=1)
+def _overheads() -> dict[TierName, int]:
+    return {t: count_tokens(f"<{_TAGS[t]}>\n</{_TAGS[t]}>\n") for t in TIERS}
+
+
+@lru_cache(maxsize=50_000)
+def line_tokens(line: str) -> int:
+    """The tokens of one rendered line (lines recur across queries: counted once)."""
+    return count_tokens(line)
+
+
+@lru_cache(maxsize=1)
+def min_line_tokens() -> int:
+    """No rendered line is shorter than this (its date, then at least one token): once less
+    is left, nothing more fits."""
+    return count_tokens("- (2000-01-01)") + 1
+
+
+class _Pool:
+    """The qualifying candidates, best first; each memory is read only when packing reaches
+    it (with the next few of the same walk, in one read)."""
+
+    def __init__(
+        self,
+        order: Sequence[tuple[str, TierName]],
+        load: Callable[[list[str]], list[ScoredMemory]],
+        loaded: Sequence[ScoredMemory] = (),
+    ) -> None:
+        self.order = list(order)
+        self._load = load
+        self._loaded = {r.memory.id: r for r in loaded}
+        self._gone: set[str] = set()
+
+    def of(self, tier: TierName) -> list[tuple[str, TierName]]:
+        return [o for o in self.order if o[1] == tier]
+
+    def get(self, walk: Sequence[tuple[str, TierName]], at: int) -> ScoredMemory | None:
+        memory_id = walk[at][0]
+        if memory_id not in self._loaded and memory_id not in self._gone:
+            chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
+                :READ_AHEAD
+            ]
+            for r in self._load(chunk):
+                self._loaded[r.memory.id] = r
+            self._gone.update(i for i in chunk if i not in self._loaded)
+        return self._loaded.get(memory_id)
+
+
 @dataclass
 class _Packing:
     """The state of one packing: what is in, what it covers, what it cost."""
@@ -140,13 +198,15 @@ class _Packing:
     """Each candidate's rendered line and its tokens, rendered once."""
     dropped: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     duplicates: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
-    overhead: dict[TierName, int] = field(
-        default_factory=lambda: {t: count_tokens(f"<{_TAGS[t]}>\n</{_TAGS[t]}>\n") for t in TIERS}
-    )
+    overhead: dict[TierName, int] = field(default_factory=lambda: _overheads())
 
     def tier_used(self, tier: TierName) -> int:
         items = self.items[tier]
         return sum(i.tokens for _, i in items) + (self.overhead[tier] if items else 0)
+
+    def full(self, tier: TierName) -> bool:
+        cap = self.caps[tier]
+        return cap is not None and len(self.items[tier]) >= cap
 
     def duplicate(self, r: ScoredMemory) -> bool:
         """Whether the evidence of ``r`` is already in: its text, its message (packed, or the
@@ -179,7 +239,7 @@ class _Packing:
             return False
         if memory.id not in self.lines:
             rendered = render_item(memory)
-            self.lines[memory.id] = (rendered, count_tokens(rendered))
+            self.lines[memory.id] = (rendered, line_tokens(rendered))
         line, tokens = self.lines[memory.id]
         cost = tokens + (0 if self.items[tier] else self.overhead[tier])
         if self.used + cost > min(limit, self.budget):
@@ -286,17 +346,12 @@ class ContextService:
 
         t2 = time.perf_counter()
         packing = _Packing(budget=max_tokens - soul_used, caps=caps)
-        by_tier: dict[TierName, list[ScoredMemory]] = {t: [] for t in TIERS}
-        for r in candidates:
-            by_tier[tier_of(r.memory)].append(r)
         for tier in TIERS:  # each tier's guaranteed share first
             share = int(max_tokens * budgets.share(tier))
-            ceiling = packing.used + share
-            for r in by_tier[tier]:
-                packing.offer(r, ceiling)
+            self._walk(candidates, candidates.of(tier), packing, packing.used + share)
         packing.dropped = dict.fromkeys(TIERS, 0)
-        for r in candidates:  # then the best of what is left, whatever its tier
-            packing.offer(r, packing.budget)
+        # then the best of what is left, whatever its tier
+        self._walk(candidates, candidates.order, packing, packing.budget)
         for tier in TIERS:
             tiers.append(self._tier(tier, packing, int(max_tokens * budgets.share(tier))))
             text = _section(tier, [i for _, i in self._ordered(tier, packing)])
@@ -324,6 +379,23 @@ class ContextService:
             timings_ms=timings,
             preview=preview,
         )
+
+    @staticmethod
+    def _walk(
+        pool: _Pool, walk: Sequence[tuple[str, TierName]], packing: _Packing, limit: int
+    ) -> None:
+        """Offer the candidates of ``walk`` in order until ``limit`` tokens are used; those
+        left once nothing more can fit count as dropped."""
+        smallest = min_line_tokens()
+        for at, (memory_id, tier) in enumerate(walk):
+            if memory_id in packing.chosen or packing.full(tier):
+                continue
+            if min(limit, packing.budget) - packing.used < smallest:
+                packing.dropped[tier] += 1
+                continue
+            r = pool.get(walk, at)
+            if r is not None:
+                packing.offer(r, limit)
 
     @staticmethod
     def _ordered(tier: TierName, packing: _Packing) -> list[tuple[ScoredMemory, ContextItem]]:
@@ -357,46 +429,51 @@ class ContextService:
         mode: SearchMode,
         max_tokens: int,
         caps: dict[TierName, int | None],
-    ) -> list[ScoredMemory]:
-        """Every qualifying candidate of every layer, best first."""
+    ) -> _Pool:
+        """Every qualifying candidate of every layer, best first (read lazily)."""
         pool = max(20, min(200, max_tokens // TOKENS_PER_CANDIDATE))
         layers = {
             Layer.FACT: caps["facts"],
             Layer.EPISODE: _largest(caps["episodes"], caps["messages"]),
             Layer.PROCEDURE: caps["procedures"],
         }
-        keyword: dict[Layer, dict[str, float]] | None = None
-        if query.strip() and mode is not SearchMode.SEMANTIC:
-            # one keyword query for all three layers; the vector scan is shared the same way
+        wanted = {layer: cap for layer, cap in layers.items() if cap != 0}
+        if not query.strip():
+            ranked: list[ScoredMemory] = []
+            for layer, cap in wanted.items():
+                limit = pool if cap is None else min(pool, max(cap * 3, 10))
+                flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
+                ranked += self._search.rank(query, flt, mode=mode, limit=limit)
+            ranked.sort(key=lambda r: (-r.score, r.memory.id))
+            order = [(r.memory.id, tier_of(r.memory)) for r in ranked]
+            return _Pool(order, lambda ids: [], ranked)
+        keyword: dict[Layer, list[Hit]] | None = None
+        if mode is not SearchMode.SEMANTIC:
+            # one keyword query for all layers; the vector scan is shared the same way
             everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
             keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
-        out: list[ScoredMemory] = []
-        loaded: dict[str, Memory] = {}  # read once for every layer
-        for layer, cap in layers.items():
-            if cap == 0:
-                continue
+        scored: list[Ranked] = []
+        for layer, cap in wanted.items():
             limit = pool if cap is None else min(pool, max(cap * 3, 10))
             flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
-            ranked = self._search.rank(
-                query,
-                flt,
-                mode=mode,
-                limit=limit,
-                keyword=None if keyword is None else keyword[layer],
-                loaded=loaded,
+            k = max(100, int(limit * STREAM_DEPTH))
+            found = self._search.score(
+                query, flt, mode=mode, k=k, keyword=None if keyword is None else keyword[layer]
             )
-            out.extend(ranked if not query.strip() else self._qualifying(ranked, layer))
-        out.sort(key=lambda r: (-r.score, r.memory.id))
-        return out
+            scored += self._qualifying(found, layer)[:limit]
+        scored.sort(key=lambda r: (-r.score, r.memory_id))
+        by_id = {r.memory_id: r for r in scored}
+        order = [(r.memory_id, _tier(r.layer, r.category)) for r in scored]
+        return _Pool(order, lambda ids: self._search.materialize([by_id[i] for i in ids]))
 
-    def _qualifying(self, ranked: Sequence[ScoredMemory], layer: Layer) -> list[ScoredMemory]:
+    def _qualifying(self, ranked: Sequence[Ranked], layer: Layer) -> list[Ranked]:
         cfg = self._search.scoring
         floor = cfg.similarity_floor(layer, self._search.model_id)
         return [
             r
             for r in ranked
-            if (r.breakdown.semantic_similarity or 0.0) >= floor
-            or (r.breakdown.stream_relevance or 0.0) >= cfg.context_relevance
+            if (r.fused.similarity or 0.0) >= floor
+            or (r.fused.relevance or 0.0) >= cfg.context_relevance
         ]
 
 
