@@ -5,13 +5,15 @@ word of a five-word question scores a fifth of one that shares them all, whateve
 query found.
 
 Which words a memory contains is what the keyword index itself matched (each store stems
-words the way its index does, ``Hit.matched``), so a word BM25 counted is never missed here; a
-word found only in a memory's keyword context (its neighbouring turns) counts half.
+words the way its index does, ``Hit.matched``), so a word BM25 counted is never missed here. A
+word found only in a memory's keyword context (its neighbouring turns) counts as covered too:
+BM25 already weighs the context column at half, and on LoCoMo (``bench.locomo``) counting it in
+full lifts hybrid recall@10 from 0.755 to 0.767.
 """
 
 from __future__ import annotations
 
-CONTEXT_SHARE = 0.5
+CONTEXT_SHARE = 1.0
 
 
 def coverage(query_words: int, own: int, near: int = 0) -> float:
