@@ -10,7 +10,11 @@ follows from rules, not from a table of answers:
 - ``ENV_WRITE``: the ``write`` scope and the writer role; ``ENV_OWNER``: the owner role;
 - without any role the environment does not exist (404), whatever the key;
 - ``OWN_READ`` / ``OWN_WRITE``: the caller's own things (their Soul, their environments);
-- ``ADMIN``: the ``admin`` scope; ``ANY``: any valid key; ``PUBLIC``: no key at all.
+- ``ADMIN``: the ``admin`` scope; ``ANY``: any valid key; ``PUBLIC``: no key at all;
+- ``PROJECT_WRITE``: captured events go to the environment their ``project`` names (here the
+  shared environment's id): ``ENV_WRITE``; an id is never read as a name, so without a role
+  it does not exist (404) and nothing reaches it; ``PROJECT_BRIEF`` as well answers with the
+  project's memories, so it needs ``read`` first (403 before anything is stored).
 
 No response may carry another environment's data: a stranger's environment holds planted
 marker strings in every kind of record, and the shared environment's own marker must not
@@ -62,6 +66,8 @@ class Rule(Enum):
     ENV_READ = "env_read"
     ENV_WRITE = "env_write"
     ENV_OWNER = "env_owner"
+    PROJECT_WRITE = "project_write"
+    PROJECT_BRIEF = "project_brief"
 
 
 NEED = {Rule.ENV_READ: Role.READER, Rule.ENV_WRITE: Role.WRITER, Rule.ENV_OWNER: Role.OWNER}
@@ -89,10 +95,12 @@ def expected(rule: Rule, caller: Caller) -> int | None:
         return None if caller.can(Scope.READ) else 403
     if rule is Rule.OWN_WRITE:
         return None if caller.can(Scope.WRITE) else 403
+    if rule is Rule.PROJECT_BRIEF and not caller.can(Scope.READ):
+        return 403  # checked first, before anything is stored: the answer holds memories
     if caller.role is None:
         return 404  # the environment does not exist for them, whatever the key
     scope = Scope.READ if rule is Rule.ENV_READ else Scope.WRITE
-    if not caller.can(scope) or not caller.role.allows(NEED[rule]):
+    if not caller.can(scope) or not caller.role.allows(NEED.get(rule, Role.WRITER)):
         return 403
     return None
 
@@ -107,6 +115,7 @@ class World:
     shared_env: str
     third_user: str
     preset: str
+    stranger_env: str
     counter: itertools.count[int] = field(default_factory=itertools.count)
 
     def unique(self, prefix: str) -> str:
@@ -153,6 +162,25 @@ class World:
         assert result.conversation_id is not None
         return result.conversation_id
 
+    def session(self) -> str:
+        """A captured coding-agent session in the shared environment, with what it captured."""
+        events = capture_events(
+            self.shared_env, self.unique("s"), "prompt", "stop", mark=SHARED_MARK
+        )
+        result = self.engram.capture.ingest(events, self.proprietor)
+        return result.sessions[0]
+
+    def foreign_env(self, caller: Caller) -> str:
+        """The shared environment, or for a caller without a role there the stranger's: the
+        capture cases above them leave such callers an environment *named* like the shared
+        one's id, which a lookup by that id then finds (their own, rightly)."""
+        return self.shared_env if caller.role is not None else self.stranger_env
+
+    def events(self, *kinds: str) -> dict[str, Any]:
+        """The body of a capture request whose events belong to the shared environment (with
+        no marker: a caller without a role there stores them in an environment of their own)."""
+        return {"events": capture_events(self.shared_env, self.unique("s"), *kinds)}
+
     def env_for(self, caller: Caller, *, with_member: bool = False) -> str:
         """A fresh environment of the proprietor where ``caller`` has their role."""
         env = self.engram.environments.create(self.unique("fresh"), self.proprietor)
@@ -175,7 +203,25 @@ class World:
         return "identity"
 
 
-def plant_stranger(engram: Engram) -> None:
+def capture_events(project: str, session: str, *kinds: str, mark: str = "") -> list[dict[str, Any]]:
+    """Wire events of one coding-agent session of ``project`` (an environment id); ``mark``
+    begins its prompt."""
+    return [
+        {
+            "agent": "claude",
+            "kind": kind,
+            "session_id": session,
+            "cwd": "/src/app",
+            "at": datetime.now(UTC).isoformat(),
+            "key": f"{session}:{i}:{kind}",
+            "project": project,
+            "text": f"{mark} run the nightly build with tea".strip() if kind == "prompt" else "",
+        }
+        for i, kind in enumerate(kinds)
+    ]
+
+
+def plant_stranger(engram: Engram) -> str:
     """An environment nobody in the matrix may see, with the marker in every kind of record."""
     stranger = Actor(engram.accounts.create_user("stranger", LOCAL).id, "local")
     env = engram.environments.create(f"{STRANGER_MARK}-env", stranger).id
@@ -201,8 +247,12 @@ def plant_stranger(engram: Engram) -> None:
         stranger,
         env,
     )
+    events = capture_events(env, "s-0", "session_start", "prompt", "stop", mark=STRANGER_MARK)
+    session = engram.capture.ingest(events, stranger).sessions[0]
+    engram.capture.summarize_session(session)  # its episode
     engram.soul.set_block(stranger, "identity", f"{STRANGER_MARK} persona")
     engram.soul.snapshot(stranger, label=STRANGER_MARK)
+    return env
 
 
 def build_world(engram: Engram) -> tuple[World, list[Caller], dict[str, str]]:
@@ -210,9 +260,10 @@ def build_world(engram: Engram) -> tuple[World, list[Caller], dict[str, str]]:
     proprietor = Actor(engram.accounts.create_user("proprietor", LOCAL).id, "local")
     shared = engram.environments.create("shared", proprietor).id
     third = engram.accounts.create_user("third", LOCAL).id
-    plant_stranger(engram)
-    world = World(engram, proprietor, shared, third, engram.soul.presets()[0].name)
+    stranger_env = plant_stranger(engram)
+    world = World(engram, proprietor, shared, third, engram.soul.presets()[0].name, stranger_env)
     world.memory()
+    world.session()
     callers, tokens = [], {}
     key_sets = {"r": [Scope.READ], "w": [Scope.WRITE], "rw": [Scope.READ, Scope.WRITE]}
     for role in (None, Role.READER, Role.WRITER, Role.OWNER):
@@ -456,6 +507,37 @@ CASES: dict[str, Case] = {
     f"POST {V1}/conversations/{{conversation_id}}/extract": Case(
         Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}/extract", json={})
     ),
+    # coding-agent capture: events carry their project (here the shared environment's id)
+    f"POST {V1}/capture/events": Case(
+        Rule.PROJECT_WRITE, lambda w, c: Call(f"{V1}/capture/events", json=w.events("prompt"))
+    ),
+    f"POST {V1}/capture/session-start": Case(
+        Rule.PROJECT_BRIEF,
+        lambda w, c: Call(f"{V1}/capture/session-start", json=w.events("session_start")),
+    ),
+    f"POST {V1}/capture/prompt": Case(
+        Rule.PROJECT_BRIEF, lambda w, c: Call(f"{V1}/capture/prompt", json=w.events("prompt"))
+    ),
+    f"GET {V1}/capture/sessions": Case(
+        Rule.ENV_READ,
+        lambda w, c: Call(f"{V1}/capture/sessions", {"environment": w.foreign_env(c)}),
+    ),
+    f"GET {V1}/capture/sessions/{{session_id}}": Case(
+        Rule.ENV_READ, lambda w, c: Call(f"{V1}/capture/sessions/{w.session()}")
+    ),
+    f"GET {V1}/capture/sessions/{{session_id}}/observations": Case(
+        Rule.ENV_READ, lambda w, c: Call(f"{V1}/capture/sessions/{w.session()}/observations")
+    ),
+    # writes (or rewrites) the session's episode, a memory of the environment
+    f"POST {V1}/capture/sessions/{{session_id}}/summarize": Case(
+        Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/capture/sessions/{w.session()}/summarize")
+    ),
+    f"GET {V1}/capture/search": Case(
+        Rule.ENV_READ,
+        lambda w, c: Call(
+            f"{V1}/capture/search", {"q": "nightly build tea", "environment": w.foreign_env(c)}
+        ),
+    ),
 }
 
 
@@ -498,6 +580,9 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "feedback": (Rule.ENV_WRITE, _mem(kind="helpful")),
     "maintain": (Rule.ENV_WRITE, _env()),
     "extract_memories": (Rule.ENV_WRITE, _env(messages=TEA)),
+    "list_sessions": (Rule.ENV_READ, _env()),
+    "get_session_observations": (Rule.ENV_READ, lambda w, c: {"session": w.session()}),
+    "search_observations": (Rule.ENV_READ, _env(query="nightly build tea")),
 }
 
 

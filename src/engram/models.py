@@ -145,6 +145,8 @@ def validate_env_name(value: str) -> str:
             f"environment name {value!r} must be 1-64 characters: lowercase letters, digits, "
             "'_', '.' or '-', starting with a letter or digit"
         )
+    if value.startswith("env_"):
+        raise ValueError(f"environment name {value!r} must not start with 'env_' (ids do)")
     return value
 
 

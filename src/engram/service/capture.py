@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engram.accounts import Role
+from engram.accounts import Role, Scope
 from engram.actors import Actor
 from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
 from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
@@ -45,7 +45,7 @@ from engram.service.briefing import (
     RecallFn,
     SoulFn,
 )
-from engram.service.environments import EnvironmentService
+from engram.service.environments import EnvironmentService, require_scope
 from engram.service.memories import MemoryService
 from engram.store import Store
 from engram.store.capture import CapturedSession, Observation, SessionTouch
@@ -124,7 +124,8 @@ class CaptureService:
         cache_key = (actor.user_id, project or "")
         cached = self._env_cache.get(cache_key)
         if cached is not None:
-            return cached
+            # only the id is cached: scope and role are checked again on every call
+            return self._envs.resolve(cached, actor, Role.WRITER).id
         if project is None:
             env = self._envs.resolve(None, actor, Role.WRITER)
         else:
@@ -430,6 +431,14 @@ class CaptureService:
         self._envs.resolve(session.environment_id, actor)  # visible to this actor, or NotFound
         return session
 
+    def summarize(self, actor: Actor, sid: str) -> Memory | None:
+        """Write or refresh a session's episode now: a write, so it needs the writer role."""
+        session = self._store.capture.get_session(sid)
+        if session is None:
+            raise NotFound(f"no captured session {sid}")
+        self._envs.resolve(session.environment_id, actor, Role.WRITER)  # a writer, or NotFound
+        return self.summarize_session(sid)
+
     def observations(
         self, actor: Actor, sid: str, *, limit: int = 200, after: int = 0
     ) -> list[Observation]:
@@ -458,6 +467,7 @@ class CaptureService:
                 f"max_tokens must be between 100 and {MAX_CONTEXT_TOKENS}, got {max_tokens}",
                 field="max_tokens",
             )
+        require_scope(actor, Scope.READ)  # the answer holds the project's memories
         pending = self.prepare(raw, actor)
         start = next(
             (o for o in pending.observations if o.kind == EventKind.SESSION_START.value), None
@@ -484,6 +494,7 @@ class CaptureService:
                 f"max_tokens must be between 50 and {MAX_CONTEXT_TOKENS}, got {max_tokens}",
                 field="max_tokens",
             )
+        require_scope(actor, Scope.READ)  # the answer holds the project's memories
         pending = self.prepare(raw, actor)
         prompt = next((o for o in pending.observations if o.kind == EventKind.PROMPT.value), None)
         if prompt is None:

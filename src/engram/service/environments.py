@@ -125,11 +125,14 @@ class EnvironmentService:
     def _find(self, ref: str | None, actor: Actor) -> Environment:
         if ref is None or ref == "":
             return self.ensure_default(actor)
-        env = self._store.get_environment(ref) if ref.startswith("env_") else None
-        if env is not None and self.role_of(env, actor) is None:
-            env = None
-        if env is None:
-            env = self._store.find_environment(actor.user_id, ref.strip().lower())
+        if ref.startswith("env_"):
+            # an id is never read as a name: a user's environment named like another's id
+            # must not stand in for it
+            env = self._store.get_environment(ref)
+            if env is None or self.role_of(env, actor) is None:
+                raise NotFound(f"environment {ref!r} does not exist", environment=ref)
+            return env
+        env = self._store.find_environment(actor.user_id, ref.strip().lower())
         if env is None:
             if ref.strip().lower() == DEFAULT_ENVIRONMENT:
                 return self.ensure_default(actor)

@@ -129,8 +129,7 @@ def observations(
     "and after an idle timeout)",
 )
 def summarize(session_id: str, engram: EngramDep, actor: ActorDep) -> Memory | None:
-    engram.capture.get_session(actor, session_id)
-    return engram.capture.summarize_session(session_id)
+    return engram.capture.summarize(actor, session_id)
 
 
 @router.get("/search", summary="Captured observations matching the words of a query")
