@@ -127,6 +127,9 @@ class ScrubbingStore(_Audited):
         return provider_store_for(self.inner)
 
     # -- writes ------------------------------------------------------------------------------
+    def memory_stamp(self) -> int:
+        return self.inner.memory_stamp()
+
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
         clean: list[Change] = []
         found: dict[str, Redactions] = {}

@@ -353,6 +353,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
         ),
     ),
+    Migration(
+        "0012_memory_stamp",
+        (
+            "CREATE TABLE memory_stamp (id SMALLINT PRIMARY KEY, value BIGINT NOT NULL)",
+            "INSERT INTO memory_stamp (id, value) VALUES (1, 0)",
+        ),
+    ),
 )
 
 

@@ -353,6 +353,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
         ),
     ),
+    Migration(
+        "0016_memory_stamp",
+        ("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('memory_stamp', 0)",),
+    ),
 )
 
 
