@@ -149,6 +149,9 @@ def test_stores_through_the_lifecycle_when_there_is_one(engram: Engram) -> None:
             memory = engram.memories.add(new, actor, environment)
             return type("Decision", (), {"action": "merged", "memory": memory})()
 
+        def remember_many(self, news: list[NewMemory], actor: Any, environment: str | None) -> Any:
+            return [self.remember(new, actor, environment) for new in news]
+
     service = ExtractionService(engram, conversation_store_for(engram.store), engram.clock)
     service._engram = type(
         "E",

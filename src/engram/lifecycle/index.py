@@ -60,9 +60,7 @@ class CandidateIndex:
                 if not ids:
                     del self._by_word[w]
 
-    def lookup(
-        self, terms: Iterable[str], words: frozenset[str], limit: int
-    ) -> list[Candidate]:
+    def lookup(self, terms: Iterable[str], words: frozenset[str], limit: int) -> list[Candidate]:
         """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
         by Jaccard against ``words`` (the new text's word set)."""
         postings = sorted(
@@ -79,9 +77,7 @@ class CandidateIndex:
                     if i in ids:
                         scores[i] += weight
         # ties go to the shorter fact, as a keyword ranking's length norm would
-        best = heapq.nlargest(
-            limit, scores, key=lambda i: (scores[i], -len(self._facts[i][1]))
-        )
+        best = heapq.nlargest(limit, scores, key=lambda i: (scores[i], -len(self._facts[i][1])))
         out = []
         for i in best:
             memory, fact_words = self._facts[i]

@@ -41,7 +41,6 @@ class WriteOutcome(_Frozen):
         "kind -> count (empty when there were none).",
     )
 
-
     def summary(self) -> WriteSummary:
         return WriteSummary(
             action=self.action,
@@ -54,7 +53,10 @@ class WriteOutcome(_Frozen):
 
     def stored(self) -> StoredMemory:
         """The memory with what happened beside it (what the create routes answer)."""
-        return StoredMemory(**dict(self.memory), outcome=self.summary())
+        # redactions: what was removed from what this write sent (a merge's absorbing memory
+        # has none of its own)
+        fields = {**dict(self.memory), "redactions": self.redactions}
+        return StoredMemory(**fields, outcome=self.summary())
 
 
 class WriteSummary(_Frozen):

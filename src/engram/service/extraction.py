@@ -310,11 +310,8 @@ class ExtractionService:
             return [
                 Outcome(proposal=i, action="created", memory_id=m.id) for i, m in enumerate(stored)
             ], "memories.add_many"
-        outcomes = []
-        for i, new in enumerate(news):
-            decision = lifecycle.remember(new, actor, conv.environment_id)
-            outcomes.append(_outcome(i, decision))
-        return outcomes, "lifecycle.remember"
+        decisions = lifecycle.remember_many(news, actor, conv.environment_id)
+        return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
 
 
 def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:
