@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
 from engram.models import Layer, Memory, Status
 
-COMMON = 1000
+COMMON = 256
 """Postings from which a term only re-scores facts that rarer terms found."""
 
 
@@ -67,17 +67,19 @@ class CandidateIndex:
             (ids for t in dict.fromkeys(terms) if (ids := self._by_word.get(t))), key=len
         )
         scores: dict[str, float] = {}
+        facts = self._facts
         for ids in postings:
             weight = 1.0 / math.log(2.0 + len(ids))
             if len(ids) <= COMMON or not scores:
                 for i in ids:
-                    scores[i] = scores.get(i, 0.0) + weight
+                    got = scores.get(i)
+                    # ties go to the shorter fact, as a keyword ranking's length norm would
+                    scores[i] = weight - 1e-6 * len(facts[i][1]) if got is None else got + weight
             else:
                 for i in scores:
                     if i in ids:
                         scores[i] += weight
-        # ties go to the shorter fact, as a keyword ranking's length norm would
-        best = heapq.nlargest(limit, scores, key=lambda i: (scores[i], -len(self._facts[i][1])))
+        best = heapq.nlargest(limit, scores, key=scores.__getitem__)
         out = []
         for i in best:
             memory, fact_words = self._facts[i]
