@@ -36,6 +36,9 @@ TOOLS = {
     "feedback",
     "extract_memories",
     "maintain",
+    "list_sessions",
+    "get_session_observations",
+    "search_observations",
 }
 RESOURCES = {
     "engram://soul",
@@ -190,6 +193,14 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
     assert extracted["dry_run"] is True
     report = await call("maintain", **where)
     assert report["dry_run"] is True
+
+    sessions = await call("list_sessions", **where)
+    assert sessions == {"sessions": []}  # nothing captured by hooks in this story
+    found = await call("search_observations", query="pnpm", **where)
+    assert found == {"observations": []}
+    missing = await call.error("get_session_observations", session="ses_nope")
+    assert "not_found: no captured session ses_nope" in missing
+    call.called.add("get_session_observations")
 
     assert call.called == TOOLS
     return call

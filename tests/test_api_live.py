@@ -19,6 +19,7 @@ from starlette.types import ASGIApp
 from engram import LOCAL, Engram, Settings
 from engram.accounts import Scope
 from engram.api import ServerSettings, create_app
+from engram.api.server import uvicorn_options
 from engram.cli.keys import bootstrap
 
 
@@ -50,7 +51,13 @@ def running(make_app: Callable[[int], ASGIApp]) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(make_app(port), log_config=None, access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        make_app(port),
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        **uvicorn_options(),
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

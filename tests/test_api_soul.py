@@ -153,16 +153,18 @@ def test_bad_input_is_422_with_the_canonical_body(live: Live) -> None:
         assert locs == {("body", "priority"), ("body", "colour")}
         too_long = c.put("/api/v1/soul/blocks/identity", json={"text": "x" * 8001})
         assert "8000" in str(_error(too_long, 422, "invalid_input")["message"])
-        unknown = _error(
-            c.put("/api/v1/soul/blocks/nope", json={"text": "x"}), 422, "invalid_input"
-        )
+        unknown = _error(c.put("/api/v1/soul/blocks/nope", json={"text": "x"}), 404, "not_found")
         assert "nope" in str(unknown["message"])
-        _error(c.put("/api/v1/soul/blocks/identity", json={}), 422, "invalid_input")
+        # a PUT that changes nothing writes nothing and answers the current state
+        unchanged = c.put("/api/v1/soul/blocks/identity", json={})
+        assert unchanged.status_code == 200 and unchanged.json()["version"] == 0
+        # a rule of the layer, not of the body: extending needs an environment to inherit from
         _error(
             c.put("/api/v1/soul/blocks/rules", json={"text": "x", "mode": "extend"}),
-            422,
-            "invalid_input",
+            409,
+            "conflict",
         )
+        _error(c.put("/api/v1/soul/blocks/Bad-Name", json={"text": "x"}), 422, "invalid_input")
         _error(c.get("/api/v1/soul/render", params={"max_tokens": 0}), 422, "invalid_input")
         _error(c.post("/api/v1/soul/presets/grumpy/apply"), 422, "invalid_input")
         _error(

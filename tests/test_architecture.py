@@ -25,10 +25,7 @@ EDGES = {"cli", "api", "mcp", "web", "sdk"}
 SERVICE = "service"
 ROOTS = {"servers", "__init__", "__main__"}
 """Composition roots (engram.servers) and the package itself (its ``Engram`` loads lazily)."""
-KNOWN_CYCLES: set[frozenset[str]] = {
-    # ExtractionService is handed the whole Engram (issue 14, item 2: give it its services)
-    frozenset({"engram.service.engram", "engram.service.extraction"}),
-}
+KNOWN_CYCLES: set[frozenset[str]] = set()
 FRAMEWORKS = {"typer", "click", "rich", "fastapi", "starlette", "uvicorn", "mcp", "httpx"}
 
 

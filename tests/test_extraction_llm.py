@@ -123,7 +123,8 @@ def configure(
             base_url=fake.url + ("/v1" if kind == "openai" else ""),
             api_key=SecretStr(API_KEY),
             timeout=timeout,
-        )
+        ),
+        LOCAL,
     )
     return providers
 
@@ -219,7 +220,7 @@ def test_a_key_file_readable_by_others_is_refused(engram: Engram, tmp_path: Path
 
     home = tmp_path / "home"
     providers = open_providers(engram.store, home, engram.clock)
-    providers.add(ProviderConfig(name="p", kind="openai", model="m", api_key=SecretStr("k")))
+    providers.add(ProviderConfig(name="p", kind="openai", model="m", api_key=SecretStr("k")), LOCAL)
     (home / "provider-keys.key").chmod(0o644)
     with pytest.raises(StorageError, match="chmod 600"):
         providers.get("p")
@@ -229,9 +230,11 @@ def test_a_different_key_file_cannot_decrypt(engram: Engram, tmp_path: Path) -> 
     from engram.errors import StorageError
 
     first = open_providers(engram.store, tmp_path / "a", engram.clock)
-    first.add(ProviderConfig(name="p", kind="openai", model="m", api_key=SecretStr("k")))
+    first.add(ProviderConfig(name="p", kind="openai", model="m", api_key=SecretStr("k")), LOCAL)
     other = open_providers(engram.store, tmp_path / "b", engram.clock)
-    other.add(ProviderConfig(name="q", kind="openai", model="m"))  # no key: nothing to decrypt
+    other.add(
+        ProviderConfig(name="q", kind="openai", model="m"), LOCAL
+    )  # no key: nothing to decrypt
     assert other.get("q").api_key is None
     with pytest.raises(StorageError, match="does not decrypt"):
         other.get("p")

@@ -3,8 +3,6 @@ the incremental cadence."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from engram import LOCAL, Engram, Layer, Memory, NewMemory
@@ -13,7 +11,6 @@ from engram.extraction import NewConversation, NewMessage
 from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter
 from engram.service.extraction import ExtractionConfig, ExtractionService
-from engram.store.conversations import conversation_store_for
 
 
 def msg(role: str, content: str, ext: str | None = None) -> NewMessage:
@@ -49,8 +46,7 @@ def test_extract_stores_proposals_and_the_conversation(engram: Engram) -> None:
     conv = engram.extraction.get_conversation("chat-1", LOCAL)  # the caller's own id
     assert conv.external_id == "chat-1" and conv.owner == LOCAL.user_id
     assert result.conversation_id == conv.id and result.messages_added == 4
-    expected = "lifecycle.remember" if hasattr(engram, "lifecycle") else "memories.add_many"
-    assert result.stored_via == expected
+    assert result.stored_via == "lifecycle.remember"
     stored = {m.content: m for m in all_memories(engram)}
     fact = stored["The user is allergic to shellfish, remember that for team dinners."]
     assert fact.source == "extracted" and fact.category == "constraint"
@@ -94,8 +90,9 @@ def test_new_messages_extend_a_stored_conversation(engram: Engram) -> None:
 
 def test_incremental_cadence_every_n_assistant_messages(engram: Engram) -> None:
     service = ExtractionService(
-        engram,
-        conversation_store_for(engram.store),
+        engram.lifecycle,
+        engram.environments,
+        engram.store.conversations,
         engram.clock,
         config=ExtractionConfig(every=2, window=4),
     )
@@ -138,35 +135,17 @@ def test_conversations_are_private_to_their_environment_owner(engram: Engram) ->
         engram.extraction.extract("missing", LOCAL)
 
 
-def test_stores_through_the_lifecycle_when_there_is_one(engram: Engram) -> None:
-    calls: list[tuple[NewMemory, str | None]] = []
-
-    class Recording:
-        """A stand-in lifecycle that stores plainly and reports a 'merged' decision."""
-
-        def remember(self, new: NewMemory, actor: Any, environment: str | None) -> Any:
-            calls.append((new, environment))
-            memory = engram.memories.add(new, actor, environment)
-            return type("Decision", (), {"action": "merged", "memory": memory})()
-
-        def remember_many(self, news: list[NewMemory], actor: Any, environment: str | None) -> Any:
-            return [self.remember(new, actor, environment) for new in news]
-
-    service = ExtractionService(engram, conversation_store_for(engram.store), engram.clock)
-    service._engram = type(
-        "E",
-        (),
-        {
-            "lifecycle": Recording(),
-            "memories": engram.memories,
-            "environments": engram.environments,
-        },
-    )()  # type: ignore[assignment]
-    result = service.extract(
+def test_proposals_go_through_the_lifecycle(engram: Engram) -> None:
+    """A proposal that repeats a stored fact is merged into it by the lifecycle's dedup."""
+    known = engram.memories.add(
+        NewMemory(content="The user prefers Postgres over MySQL for new services."), LOCAL
+    )
+    result = engram.extraction.extract(
         ConversationInput(conversation=NewConversation(id="lc"), messages=CHAT), LOCAL
     )
-    assert result.stored_via == "lifecycle.remember"
-    assert len(calls) == len(result.proposals) == len(result.memory_ids("merged"))
+    merged = [o for o in result.outcomes if o.action == "merged"]
+    assert [(o.memory_id, o.related_id) for o in merged] == [(known.id, known.id)]
+    assert result.memory_ids("created")  # the other proposals are new
 
 
 def test_environment_delete_removes_its_conversations(engram: Engram) -> None:

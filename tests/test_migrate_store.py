@@ -19,7 +19,7 @@ from engram.lifecycle.reviews import ReviewItem
 from engram.store import open_store
 from engram.store.copy import copy_store, verify
 from engram.store.protocol import EmbeddingUpdate
-from engram.store.providers import ProviderRecord, provider_store_for
+from engram.store.providers import ProviderRecord
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
 
@@ -56,7 +56,7 @@ def _fill(engram: Engram) -> None:
     store.reviews.put_review(
         ReviewItem(id="rev_1", environment_id=env.id, memory_id=a.id, other_id=b.id, created_at=now)
     )
-    provider_store_for(store).put_provider(
+    store.providers.put_provider(
         ProviderRecord("local", "openai", "http://x", "m", b"\x00cipher", 5.0, now)
     )
 

@@ -22,7 +22,10 @@ SRC = ROOT / "src" / "engram"
 NAME = re.compile(r"\bENGRAM_[A-Z_]+\b")
 # the entry points that may read the process environment: Settings.load, and the SDK's Client
 # constructor (ENGRAM_URL, ENGRAM_TOKEN: in a program using the SDK, the client is the entry)
-READERS = {Path("config.py"), Path("sdk/client.py")}
+# and the hook client (engram-hook, its own process, which must not load Settings); `engram
+# hooks` reads the agents' HOME-relative config locations and passes the environment to the
+# hook commands it writes
+READERS = {Path("config.py"), Path("sdk/client.py"), Path("hooks/client.py"), Path("cli/hooks.py")}
 # and the CLI may read a variable the user names (engram extract --api-key-env NAME)
 USER_NAMED = {Path("cli/extract.py")}
 
@@ -68,7 +71,9 @@ def test_load_reads_every_variable() -> None:
         "ENGRAM_ALLOWED_HOSTS": "a.example, b.example:8443 c.example",
         "ENGRAM_URL": "http://elsewhere:8765",  # read by the SDK's Client, not here
     }
-    assert set(env) == set(VARIABLES)
+    hooks = {"ENGRAM_CAPTURE", "ENGRAM_CONTEXT_TOKENS", "ENGRAM_RECALL", "ENGRAM_HOOK_TIMEOUT"}
+    hooks.add("ENGRAM_HOOK_DEBUG")  # read by the hook client (engram-hook), not here
+    assert set(env) | hooks == set(VARIABLES)
     s = Settings.load(env=env)
     assert (s.home, s.database_url, s.model_cache) == (
         Path("/data/engram"),

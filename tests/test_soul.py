@@ -202,11 +202,11 @@ def test_custom_blocks(engram: Engram) -> None:
     view = e.soul.view(LOCAL)
     assert [b.name for b in view.blocks if b.section is Section.CONTEXT][-1] == "hobbies"
     assert view.block("hobbies").priority == 50  # type: ignore[union-attr]
-    with pytest.raises(InvalidInput, match="section 'context'; a block's section cannot change"):
+    with pytest.raises(Conflict, match="section 'context'; a block's section cannot change"):
         e.soul.set_block(LOCAL, "hobbies", "x", section="style")
     with pytest.raises(InvalidInput, match="must be 2-40 characters"):
         e.soul.set_block(LOCAL, "9lives", "x", section="soul")
-    with pytest.raises(InvalidInput, match="reserved"):
+    with pytest.raises(Conflict, match="reserved"):
         e.soul.set_block(LOCAL, "style", "x", section="soul")
     with pytest.raises(InvalidInput, match="unknown section 'nope'"):
         e.soul.set_block(LOCAL, "pets", "x", section="nope")
@@ -214,23 +214,24 @@ def test_custom_blocks(engram: Engram) -> None:
 
 def test_invalid_names_and_oversize_text_are_clear_errors(engram: Engram) -> None:
     e = engram
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(NotFound) as err:
         e.soul.set_block(LOCAL, "identiti", "x")
     assert "unknown block 'identiti'" in err.value.message
     assert "identity, worldview, personality, tensions, communication_style" in err.value.message
-    with pytest.raises(InvalidInput, match="unknown block 'nope'"):
+    with pytest.raises(NotFound, match="unknown block 'nope'"):
         e.soul.history(LOCAL, "nope")
     with pytest.raises(InvalidInput, match=f"8001 characters; the limit is {MAX_BLOCK_CHARS}"):
         e.soul.set_block(LOCAL, "rules", "x" * 8001)
     e.soul.set_block(LOCAL, "rules", "x" * MAX_BLOCK_CHARS)  # exactly the limit is fine
     with pytest.raises(InvalidInput, match="priority must be between 0 and 100, got 101"):
         e.soul.set_block(LOCAL, "rules", priority=101)
-    with pytest.raises(InvalidInput, match="needs an environment"):
+    with pytest.raises(Conflict, match="needs an environment"):
         e.soul.set_block(LOCAL, "rules", "y", mode=OverrideMode.EXTEND)
     with pytest.raises(InvalidInput, match="unknown mode 'merge'"):
         e.soul.set_block(LOCAL, "rules", "y", environment="default", mode="merge")
-    with pytest.raises(InvalidInput, match="nothing to change"):
-        e.soul.set_block(LOCAL, "rules")
+    before = e.soul.history(LOCAL, "rules")
+    assert e.soul.set_block(LOCAL, "rules").text == before[-1].state.text  # nothing to change
+    assert e.soul.history(LOCAL, "rules") == before  # and nothing written
     with pytest.raises(NotFound, match="environment 'ghost' does not exist"):
         e.soul.set_block(LOCAL, "rules", "y", environment="ghost")
     with pytest.raises(NotFound, match="has no versions yet"):

@@ -105,8 +105,8 @@ def test_custom_block(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["soul", "set", "identiti", "x"], 2, "unknown block 'identiti'; valid blocks are:"),
-        (["soul", "show", "nope"], 2, "unknown block 'nope'"),
+        (["soul", "set", "identiti", "x"], 3, "unknown block 'identiti'; valid blocks are:"),
+        (["soul", "show", "nope"], 3, "unknown block 'nope'"),
         (["soul", "set", "rules", "x" * 8001], 2, "8001 characters; the limit is 8000"),
         (["soul", "set", "rules", "x", "--priority", "500"], 2, "between 0 and 100"),
         (["soul", "preset", "pirate"], 2, "unknown preset 'pirate'"),
@@ -114,7 +114,7 @@ def test_custom_block(capsys: pytest.CaptureFixture[str]) -> None:
         (["soul", "restore", "--snapshot", "snap_x"], 3, "snapshot 'snap_x' does not exist"),
         (["soul", "diff"], 2, "give a block name or --snapshot ID"),
         (["soul", "set", "rules", "x", "--env", "ghost"], 3, "environment 'ghost'"),
-        (["soul", "set", "rules", "x", "--mode", "extend"], 2, "needs an environment"),
+        (["soul", "set", "rules", "x", "--mode", "extend"], 1, "needs an environment"),
         (["soul", "set", "rules", "--file", "/nonexistent/f"], 2, "cannot read /nonexistent/f"),
     ],
 )

@@ -3,8 +3,10 @@
 Every ``ENGRAM_*`` environment variable is named in :data:`VARIABLES` and read by
 :meth:`Settings.load`, which the entry points call: the CLI (``engram ...``, including
 ``engram serve`` and ``engram mcp``) and :meth:`engram.Engram.open`'s callers. The one other
-reader is the SDK's ``Client`` constructor (``ENGRAM_URL``, ``ENGRAM_TOKEN``): in a program
-that uses the SDK, the client is the entry point. Nothing reads the environment at import time.
+readers are the SDK's ``Client`` constructor (``ENGRAM_URL``, ``ENGRAM_TOKEN``): in a program
+that uses the SDK, the client is the entry point; and the hook client ``engram-hook``
+(``engram.hooks.client``), a process of its own that must start without the service stack.
+Nothing reads the environment at import time.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ VARIABLES: dict[str, str] = {
     "ENGRAM_PUBLIC_URL": "where clients reach engram serve (behind a proxy)",
     "ENGRAM_ALLOWED_HOSTS": "more Host names /mcp accepts (comma- or space-separated)",
     "ENGRAM_URL": "the server the SDK's Client talks to (read by its constructor)",
+    # read by the hook client (engram-hook), its own entry point: it must not load Settings
+    "ENGRAM_CAPTURE": "hooks: on (default), opt-in (only repositories that enable it) or off",
+    "ENGRAM_CONTEXT_TOKENS": "hooks: the session-start block's token budget (default 1500)",
+    "ENGRAM_RECALL": "hooks: on adds per-prompt recall (off by default)",
+    "ENGRAM_HOOK_TIMEOUT": "hooks: seconds a hook waits for the server before spooling",
+    "ENGRAM_HOOK_DEBUG": "hooks: set to log each event the hook handles",
 }
 """Every environment variable Engram reads, with what it sets (documented in the README)."""
 

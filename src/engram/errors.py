@@ -59,3 +59,9 @@ class StorageError(EngramError):
     """The store could not complete an operation (corrupt file, failed migration...)."""
 
     code = "storage_error"
+
+
+class Saturated(EngramError):
+    """Too much work is queued: try again later (an edge answers 429)."""
+
+    code = "saturated"

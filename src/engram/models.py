@@ -11,15 +11,37 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, model_validator
+
+from engram.limits import (
+    JSON_NUMBER,
+    MAX_AUTHOR_CHARS,
+    MAX_CONTENT_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    MAX_STEPS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_THREAD_CHARS,
+    MAX_TRIGGER_CHARS,
+    SPACE,
+    SPACE_CLASS,
+    InputModel,
+    Metadata,
+    StrictInt,
+    Timestamp,
+)
 
 Score = Annotated[float, Field(ge=0.0, le=1.0)]
+InputScore = Annotated[float, Field(ge=0.0, le=1.0), JSON_NUMBER]
+"""A score a caller sends: a JSON number (not a string or a boolean)."""
 
-MAX_CONTENT_CHARS = 20_000
-MAX_TAGS = 32
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_CATEGORY_PATTERN = rf"^[{SPACE_CLASS}]*[A-Za-z][A-Za-z0-9_-]{{0,39}}[{SPACE_CLASS}]*$"
 _CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-_TAG_RE = re.compile(r"^[^\s,][^,]{0,63}$")
+_TAG_PATTERN = rf"^[{SPACE_CLASS}]*[^{SPACE_CLASS},][^,]*$"
+_TAG_RE = re.compile(rf"^[^{SPACE_CLASS},][^,]*$")
+_TEXT_PATTERN = rf"[^{SPACE_CLASS}]"
 
 
 class Layer(StrEnum):
@@ -75,7 +97,7 @@ BUILTIN_CATEGORIES = ("preference", "fact", "decision", "project", "general")
 
 
 def validate_category(value: str) -> str:
-    value = value.strip().lower()
+    value = value.strip(SPACE).lower()
     if not _CATEGORY_RE.match(value):
         raise ValueError(
             f"category {value!r} must be 1-40 characters: a lowercase letter, then letters, "
@@ -87,9 +109,10 @@ def validate_category(value: str) -> str:
 def validate_tags(value: list[str]) -> list[str]:
     out: list[str] = []
     for tag in value:
-        tag = tag.strip().lower()
-        if not _TAG_RE.match(tag):
-            raise ValueError(f"tag {tag!r} must be 1-64 characters without commas")
+        tag = tag.strip(SPACE)
+        if not _TAG_RE.match(tag) or len(tag) > MAX_TAG_CHARS:
+            raise ValueError(f"tag {tag!r} must be 1-{MAX_TAG_CHARS} characters without commas")
+        tag = tag.lower()
         if tag not in out:
             out.append(tag)
     if len(out) > MAX_TAGS:
@@ -98,16 +121,22 @@ def validate_tags(value: list[str]) -> list[str]:
 
 
 def validate_content(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise ValueError("content must not be empty")
     if len(value) > MAX_CONTENT_CHARS:
         raise ValueError(f"content is {len(value)} characters; the limit is {MAX_CONTENT_CHARS}")
+    value = value.strip(SPACE)
+    if not value:
+        raise ValueError("content must not be empty")
     return value
 
 
+ENV_NAME_PATTERN = rf"^[{SPACE_CLASS}]*[A-Za-z0-9][A-Za-z0-9_.-]{{0,63}}[{SPACE_CLASS}]*$"
+"""An environment name as a caller may send it (trimmed and lowercased when stored)."""
+ACCOUNT_NAME_PATTERN = rf"^[{SPACE_CLASS}]*[^{SPACE_CLASS}]+[{SPACE_CLASS}]*$"
+"""A user or key name: no whitespace inside (trimmed when stored)."""
+
+
 def validate_env_name(value: str) -> str:
-    value = value.strip().lower()
+    value = value.strip(SPACE).lower()
     if not _NAME_RE.match(value):
         raise ValueError(
             f"environment name {value!r} must be 1-64 characters: lowercase letters, digits, "
@@ -116,9 +145,30 @@ def validate_env_name(value: str) -> str:
     return value
 
 
-Content = Annotated[str, AfterValidator(validate_content)]
-Category = Annotated[str, AfterValidator(validate_category)]
-Tags = Annotated[list[str], AfterValidator(validate_tags)]
+Content = Annotated[
+    str,
+    Field(
+        json_schema_extra={"maxLength": MAX_CONTENT_CHARS, "pattern": _TEXT_PATTERN},
+        description=f"Text with at least one non-space character, at most {MAX_CONTENT_CHARS} "
+        "characters (surrounding whitespace is trimmed).",
+    ),
+    AfterValidator(validate_content),
+]
+# The patterns go to the schema only: the validators state what is wrong more clearly.
+Category = Annotated[
+    str, Field(json_schema_extra={"pattern": _CATEGORY_PATTERN}), AfterValidator(validate_category)
+]
+Tag = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_TAG_CHARS, json_schema_extra={"pattern": _TAG_PATTERN}),
+]
+Tags = Annotated[
+    list[Tag],
+    Field(max_length=MAX_TAGS, description=f"At most {MAX_TAGS} tags, lowercased, no commas"),
+    AfterValidator(validate_tags),
+]
+Item = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+Items = Annotated[list[Item], Field(max_length=MAX_LIST_ITEMS)]
 
 
 class _Frozen(BaseModel):
@@ -128,14 +178,14 @@ class _Frozen(BaseModel):
 class EpisodeDetails(_Frozen):
     """What an episode adds to a memory: the session it summarises."""
 
-    period_start: datetime | None = None
-    period_end: datetime | None = None
-    participants: list[str] = Field(default_factory=list)
-    conversation_id: str | None = None
-    agent: str | None = None
-    session_id: str | None = None
-    key_decisions: list[str] = Field(default_factory=list)
-    open_questions: list[str] = Field(default_factory=list)
+    period_start: Timestamp | None = None
+    period_end: Timestamp | None = Field(default=None, description="not before period_start")
+    participants: Items = Field(default_factory=list)
+    conversation_id: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    agent: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    session_id: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    key_decisions: Items = Field(default_factory=list)
+    open_questions: Items = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _period_ordered(self) -> EpisodeDetails:
@@ -147,12 +197,14 @@ class EpisodeDetails(_Frozen):
 class ProcedureDetails(_Frozen):
     """What a procedure adds: a named workflow, when to use it, its ordered steps."""
 
-    name: str = Field(min_length=1, max_length=200)
-    trigger: str = ""
-    steps: list[str] = Field(default_factory=list, max_length=100)
-    success_count: int = Field(default=0, ge=0)
-    failure_count: int = Field(default=0, ge=0)
-    last_outcome_at: datetime | None = None
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    trigger: str = Field(default="", max_length=MAX_TRIGGER_CHARS)
+    steps: list[Annotated[str, Field(max_length=MAX_TRIGGER_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_STEPS
+    )
+    success_count: StrictInt = Field(default=0, ge=0)
+    failure_count: StrictInt = Field(default=0, ge=0)
+    last_outcome_at: Timestamp | None = None
 
 
 class Environment(_Frozen):
@@ -236,8 +288,8 @@ class MemoryVersion(_Frozen):
     snapshot: Memory
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Input(InputModel):
+    """What a caller supplies: unknown fields refused, text checked (see InputModel)."""
 
 
 class NewMemory(_Input):
@@ -247,15 +299,15 @@ class NewMemory(_Input):
     content: Content
     category: Category = "general"
     tags: Tags = Field(default_factory=list)
-    importance: Score = 0.5
-    confidence: Score = 0.8
+    importance: InputScore = 0.5
+    confidence: InputScore = 0.8
     source: Source = Source.MANUAL
-    pinned: bool = False
-    author: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    pinned: StrictBool = False
+    author: str | None = Field(default=None, max_length=MAX_AUTHOR_CHARS)
+    metadata: Metadata = Field(default_factory=dict)
     episode: EpisodeDetails | None = None
     procedure: ProcedureDetails | None = None
-    created_at: datetime | None = Field(
+    created_at: Timestamp | None = Field(
         default=None, description="When the memory was made; defaults to now (used by imports)."
     )
     keyword_context: str = Field(
@@ -267,7 +319,7 @@ class NewMemory(_Input):
     thread: str | None = Field(
         default=None,
         min_length=1,
-        max_length=200,
+        max_length=MAX_THREAD_CHARS,
         description="The conversation or session the memory came from (a chat, an agent "
         "session). Search lifts a memory whose thread holds other strong matches.",
     )
@@ -295,10 +347,10 @@ class MemoryPatch(_Input):
     content: Content | None = None
     category: Category | None = None
     tags: Tags | None = None
-    importance: Score | None = None
-    confidence: Score | None = None
-    pinned: bool | None = None
-    metadata: dict[str, Any] | None = None
+    importance: InputScore | None = None
+    confidence: InputScore | None = None
+    pinned: StrictBool | None = None
+    metadata: Metadata | None = None
     episode: EpisodeDetails | None = None
     procedure: ProcedureDetails | None = None
 
@@ -324,18 +376,7 @@ class MemoryFilter(_Input):
     threads: list[str] = Field(
         default_factory=list, description="memories from any of these conversations or sessions"
     )
-
-    @model_validator(mode="after")
-    def _ranges(self) -> MemoryFilter:
-        if (
-            self.min_importance is not None
-            and self.max_importance is not None
-            and self.min_importance > self.max_importance
-        ):
-            raise ValueError("min_importance is greater than max_importance")
-        if self.created_after and self.created_before and self.created_after > self.created_before:
-            raise ValueError("created_after is later than created_before")
-        return self
+    # A range whose start is past its end is not an error: it matches nothing.
 
 
 class Page(_Frozen):

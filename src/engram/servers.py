@@ -45,6 +45,7 @@ def run_http(engram: Engram, settings: ServerSettings, *, maintenance_every: flo
     between sweeps; 0: never)."""
     import uvicorn
 
+    from engram.api.server import uvicorn_options
     from engram.service.jobs import BackgroundJobs
 
     config = uvicorn.Config(
@@ -55,6 +56,7 @@ def run_http(engram: Engram, settings: ServerSettings, *, maintenance_every: flo
         access_log=False,
         timeout_graceful_shutdown=10,
         server_header=False,
+        **uvicorn_options(),  # request-head limits: a long URL gets 414, not a reset
     )
     jobs = BackgroundJobs(engram, maintenance_every)
     jobs.start()

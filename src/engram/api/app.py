@@ -11,9 +11,11 @@ from fastapi import APIRouter, FastAPI
 
 import engram
 from engram.api import errors, idempotency
+from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
     audit,
+    capture,
     context,
     environments,
     episodes,
@@ -48,6 +50,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/search", search.router),
     ("/context", context.router),
     ("/soul", soul.router),
+    ("/capture", capture.router),
     ("", extraction.router),  # /extract and /conversations
 )
 
@@ -67,6 +70,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.state.metrics = Metrics()
     errors.install(app)
     idempotency.install(app, service, settings)  # Idempotency-Key on every write
+    app.add_middleware(RequestLimits)  # size limits first: nothing oversized is reserved
     app.middleware("http")(observe(app.state.metrics))  # outermost: counts replays too
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)

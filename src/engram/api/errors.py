@@ -3,8 +3,9 @@
     {"error": {"code": "not_found", "message": "memory 'mem_x' does not exist", "details": {}}}
 
 Domain errors map to a status by class; request validation is 422 with the pydantic errors in
-``details.errors``; an unknown route is 404, a wrong method 405; anything unexpected is a logged
-500 with no internals in the body.
+``details.errors``, and so is a body that cannot be decoded (not UTF-8, not JSON, nested too
+deep); an unknown route is 404, a wrong method 405; the HTTP limits (``engram.api.guard``) are
+413, 414 and 431; anything unexpected is a logged 500 with no internals in the body.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from engram.errors import (
     MissingDependency,
     NotFound,
     PermissionDenied,
+    Saturated,
     StorageError,
     Unauthenticated,
 )
+from engram.limits import MAX_JSON_DEPTH
 
 log = logging.getLogger("engram.api")
 
@@ -40,8 +43,16 @@ STATUS: dict[type[EngramError], int] = {
     Conflict: 409,
     MissingDependency: 501,
     StorageError: 503,
+    Saturated: 429,
 }
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated"}
+_HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    401: "unauthenticated",
+    413: "payload_too_large",
+    414: "uri_too_long",
+    431: "headers_too_large",
+}
 
 
 class ErrorDetail(BaseModel):
@@ -63,7 +74,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (403, "Your role or key scope does not allow this"),
         (404, "Not found, or not visible to you"),
         (409, "Conflicts with the current state"),
-        (422, "Invalid input"),
+        (413, "The request body is over the size limit"),
+        (414, "The URL is over the length limit"),
+        (422, "Invalid input, or a body that is not UTF-8 JSON"),
+        (431, "The request headers are over the size limit"),
     )
 }
 
@@ -112,6 +126,13 @@ async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # FastAPI's only 400: a body it could not decode
+        return error_response(
+            422,
+            InvalidInput.code,
+            "the request body could not be read as JSON: it must be UTF-8 and nested at most "
+            f"{MAX_JSON_DEPTH} levels deep",
+        )
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     return error_response(exc.status_code, code, str(exc.detail))
 

@@ -7,12 +7,22 @@ models the service uses (``engram.models``, ``engram.accounts``), so the SDK sha
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from engram.accounts import Role, Scope
+from engram.limits import (
+    JSON_NUMBER,
+    MAX_BULK,
+    MAX_FILTER_VALUES,
+    MAX_REASON_CHARS,
+    MAX_THREAD_CHARS,
+    InputModel,
+)
 from engram.models import (
+    ACCOUNT_NAME_PATTERN,
+    ENV_NAME_PATTERN,
     ORDERS,
     Layer,
     MemoryFilter,
@@ -22,7 +32,6 @@ from engram.models import (
     Score,
     Status,
 )
-from engram.service.memories import MAX_BULK
 
 Order = Literal[
     "-updated_at",
@@ -36,35 +45,61 @@ Order = Literal[
 assert set(Order.__args__) == set(ORDERS)  # type: ignore[attr-defined]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Body(InputModel):
+    """A request body: unknown fields refused, text checked (see InputModel)."""
+
+
+Id = Annotated[str, Field(min_length=1, max_length=64)]
+Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
+FilterValue = Annotated[str, Field(max_length=MAX_THREAD_CHARS)]
+FilterValues = Annotated[list[FilterValue], Field(max_length=MAX_FILTER_VALUES)]
 
 
 # -- memories ----------------------------------------------------------------------------------
+# Each layer's body names only the details that layer takes, so the schema says what is refused.
 class NewFact(NewMemory):
     layer: Literal[Layer.FACT] = Layer.FACT
+    episode: None = None
+    procedure: None = None
 
 
 class NewEpisode(NewMemory):
     layer: Literal[Layer.EPISODE] = Layer.EPISODE
+    procedure: None = None
 
 
 class NewProcedure(NewMemory):
     layer: Literal[Layer.PROCEDURE] = Layer.PROCEDURE
+    episode: None = None
     procedure: ProcedureDetails
+
+
+class LayerEpisode(NewEpisode):
+    layer: Literal[Layer.EPISODE]
+
+
+class LayerProcedure(NewProcedure):
+    layer: Literal[Layer.PROCEDURE]
+
+
+AnyNewMemory = NewFact | LayerEpisode | LayerProcedure
+"""A memory of any layer: a fact unless ``layer`` says otherwise, each layer with only its own
+details (what ``/memories/remember`` takes)."""
 
 
 class MemoryQuery(_Body):
     """Filters of a memory listing (query parameters)."""
 
     environment: str | None = Field(default=None, description="name or id; default: yours")
-    category: list[str] = Field(default_factory=list)
-    tag: list[str] = Field(default_factory=list, description="memories carrying all of these")
-    thread: list[str] = Field(
+    category: FilterValues = Field(default_factory=list)
+    tag: FilterValues = Field(default_factory=list, description="memories carrying all of these")
+    thread: FilterValues = Field(
         default_factory=list, description="memories from any of these conversations or sessions"
     )
-    status: list[Status] = Field(default_factory=lambda: [Status.ACTIVE])
-    created_after: datetime | None = None
+    status: list[Status] = Field(default_factory=lambda: [Status.ACTIVE], max_length=len(Status))
+    created_after: datetime | None = Field(
+        default=None, description="A range whose start is past its end matches nothing"
+    )
     created_before: datetime | None = None
     updated_after: datetime | None = None
     updated_before: datetime | None = None
@@ -91,27 +126,29 @@ class MemoryQuery(_Body):
 
 
 class IdsBody(_Body):
-    ids: list[str] = Field(min_length=1, max_length=MAX_BULK)
-    reason: str = Field(default="", max_length=1000)
+    ids: list[Id] = Field(min_length=1, max_length=MAX_BULK)
+    reason: Reason = ""
 
 
 class PatchItem(_Body):
-    id: str
+    id: Id
     patch: MemoryPatch
 
 
 class BulkPatch(_Body):
     items: list[PatchItem] = Field(min_length=1, max_length=MAX_BULK)
-    reason: str = Field(default="", max_length=1000)
+    reason: Reason = ""
 
 
 class RestoreBody(_Body):
-    version: int | None = Field(default=None, ge=1, description="default: the last active one")
-    reason: str = Field(default="", max_length=1000)
+    version: Annotated[int, Field(ge=1, le=1_000_000), JSON_NUMBER] | None = Field(
+        default=None, description="default: the last active one"
+    )
+    reason: Reason = ""
 
 
 class OutcomeBody(_Body):
-    note: str = Field(default="", max_length=1000)
+    note: Reason = ""
 
 
 class Purged(BaseModel):
@@ -120,7 +157,7 @@ class Purged(BaseModel):
 
 # -- environments ------------------------------------------------------------------------------
 class EnvironmentIn(_Body):
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=64, json_schema_extra={"pattern": ENV_NAME_PATTERN})
     description: str = Field(default="", max_length=2000)
 
 
@@ -130,9 +167,11 @@ class MemberIn(_Body):
 
 # -- users and keys ----------------------------------------------------------------------------
 class UserIn(_Body):
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(
+        min_length=1, max_length=64, json_schema_extra={"pattern": ACCOUNT_NAME_PATTERN}
+    )
     password: str | None = Field(default=None, min_length=8, max_length=1024)
-    is_admin: bool = False
+    is_admin: StrictBool = False
 
 
 class PasswordIn(_Body):
@@ -140,9 +179,16 @@ class PasswordIn(_Body):
 
 
 class KeyIn(_Body):
-    name: str = Field(default="default", min_length=1, max_length=64)
-    scopes: list[Scope] = Field(default_factory=lambda: [Scope.READ, Scope.WRITE], min_length=1)
-    user_id: str | None = Field(default=None, description="admins only: a key for another user")
+    name: str = Field(
+        default="default",
+        min_length=1,
+        max_length=64,
+        json_schema_extra={"pattern": ACCOUNT_NAME_PATTERN},
+    )
+    scopes: list[Scope] = Field(
+        default_factory=lambda: [Scope.READ, Scope.WRITE], min_length=1, max_length=len(Scope)
+    )
+    user_id: Id | None = Field(default=None, description="admins only: a key for another user")
 
 
 class Health(BaseModel):

@@ -16,11 +16,13 @@ from engram.cli import (
     backup,
     env,
     extract,
+    hooks,
     keys,
     maintain,
     mcp,
     memories,
     migrate_store,
+    portability,
     search,
     serve,
     soul,
@@ -105,7 +107,9 @@ serve.register(app)
 mcp.register(app)
 migrate_store.register(app)
 backup.register(app)
+portability.register(app)
 app.add_typer(soul.app, name="soul")
+hooks.register(app)
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
 

@@ -117,7 +117,7 @@ def llm_add(
         name=name, kind=kind, model=model, base_url=base_url, api_key=key, timeout=timeout
     )
     with service(ctx) as (engram, st):
-        open_providers(engram.store, st.settings.home, engram.clock).add(config)
+        open_providers(engram.store, st.settings.home, engram.clock).add(config, st.actor)
     console.print(f"provider {name} ({kind.value}, {model}) saved")
 
 
@@ -136,7 +136,7 @@ def llm_list(ctx: typer.Context) -> None:
 def llm_remove(ctx: typer.Context, name: str) -> None:
     """Forget a provider and its key."""
     with service(ctx) as (engram, st):
-        open_providers(engram.store, st.settings.home, engram.clock).remove(name)
+        open_providers(engram.store, st.settings.home, engram.clock).remove(name, st.actor)
     console.print(f"provider {name} removed")
 
 

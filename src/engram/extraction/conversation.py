@@ -14,6 +14,16 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from engram.limits import (
+    MAX_AUTHOR_CHARS,
+    MAX_NAME_CHARS,
+    MAX_TITLE_CHARS,
+    SPACE,
+    SPACE_CLASS,
+    InputModel,
+    Metadata,
+    Timestamp,
+)
 from engram.models import Content
 from engram.text import content_hash
 
@@ -32,26 +42,39 @@ class Role(StrEnum):
 
 
 def validate_source(value: str) -> str:
-    value = value.strip().lower()
+    value = value.strip(SPACE).lower()
     if not _SOURCE_RE.match(value):
         raise ValueError(f"source {value!r} must be 1-40 lowercase letters, digits, '_.-'")
     return value
 
 
 def validate_conversation_id(value: str) -> str:
-    if not _CONVERSATION_ID_RE.match(value):
+    if not _CONVERSATION_ID_RE.fullmatch(value):
         raise ValueError(
             f"conversation id {value!r} must be 1-128 letters, digits, '_', '.', ':' or '-'"
         )
     return value
 
 
-SourceName = Annotated[str, AfterValidator(validate_source)]
-ConversationId = Annotated[str, AfterValidator(validate_conversation_id)]
+# The patterns go to the schema; the validators say what is wrong.
+SourceName = Annotated[
+    str,
+    Field(
+        json_schema_extra={
+            "pattern": rf"^[{SPACE_CLASS}]*[A-Za-z][A-Za-z0-9_.-]{{0,39}}[{SPACE_CLASS}]*$"
+        }
+    ),
+    AfterValidator(validate_source),
+]
+ConversationId = Annotated[
+    str,
+    Field(json_schema_extra={"pattern": _CONVERSATION_ID_RE.pattern}),
+    AfterValidator(validate_conversation_id),
+]
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Input(InputModel):
+    """What a caller supplies: unknown fields refused, text checked (see InputModel)."""
 
 
 class _Frozen(BaseModel):
@@ -63,10 +86,13 @@ class NewMessage(_Input):
 
     role: Role
     content: Content
-    author: str | None = Field(default=None, max_length=200)
-    created_at: datetime | None = None
+    author: str | None = Field(default=None, max_length=MAX_AUTHOR_CHARS)
+    created_at: Timestamp | None = None
     external_id: str | None = Field(
-        default=None, min_length=1, max_length=200, description="The caller's id, for idempotency"
+        default=None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="The caller's id, for idempotency",
     )
 
     def dedup_key(self) -> str:
@@ -102,9 +128,9 @@ class NewConversation(_Input):
 
     id: ConversationId | None = None
     source: SourceName = "api"
-    title: str = Field(default="", max_length=500)
-    started_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
+    started_at: Timestamp | None = None
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class Conversation(_Frozen):

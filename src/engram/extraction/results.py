@@ -6,15 +6,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engram.extraction.conversation import NewConversation, NewMessage
 from engram.extraction.proposals import Proposal
-
-MAX_MESSAGES = 5000
-"""Messages per call."""
+from engram.limits import MAX_MESSAGES, InputModel
 
 
-class ConversationInput(BaseModel):
+class ConversationInput(InputModel):
     """A conversation and its messages, as an import or an API call delivers them."""
-
-    model_config = ConfigDict(extra="forbid")
 
     conversation: NewConversation = Field(default_factory=NewConversation)
     messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)
@@ -44,7 +40,7 @@ class ExtractionResult(BaseModel):
     proposals: list[Proposal] = Field(default_factory=list)
     outcomes: list[Outcome] = Field(default_factory=list)
     stored_via: str | None = Field(
-        default=None, description="'lifecycle.remember' or 'memories.add_many'"
+        default=None, description="'lifecycle.remember' when proposals were stored"
     )
     messages_added: int = 0
     redactions: dict[str, int] = Field(

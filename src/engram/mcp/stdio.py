@@ -9,11 +9,11 @@ git top-level directory's name, created on first use), else the default.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from pathlib import Path
 
 from engram.actors import LOCAL_USER, Actor
+from engram.capture.project import project_environment, project_root
 from engram.errors import NotFound
 from engram.mcp.binding import INTERFACE, Binding
 from engram.mcp.server import build_server
@@ -22,25 +22,9 @@ from engram.service import Engram
 log = logging.getLogger("engram.mcp")
 
 
-def project_root(cwd: Path) -> Path | None:
-    """The nearest directory at or above ``cwd`` holding ``.git`` (a directory or a file)."""
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
-
-
-def project_environment(cwd: Path) -> str | None:
-    """An environment name for the project around ``cwd``: its directory name, made valid."""
-    root = project_root(cwd)
-    if root is None:
-        return None
-    name = re.sub(r"[^a-z0-9_.-]+", "-", root.name.lower()).strip("-._")[:64]
-    return name or None
-
-
 def actor_from(engram: Engram, token: str | None) -> Actor:
     """The owner of ``token`` (an API key), else the local owner."""
+    token = (token or "").strip()
     if token:
         return engram.accounts.authenticate(token, INTERFACE)
     return Actor(LOCAL_USER, INTERFACE)

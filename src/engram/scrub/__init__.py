@@ -29,6 +29,21 @@ entry of the write gets the same counts under ``details.redactions`` (counts, ne
 """
 
 from engram.scrub.scrubber import PRIVATE, Redactions, Scrubber, ScrubConfig, marker
-from engram.scrub.values import scrub_value
+
+TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
+if TYPE_CHECKING:
+    from typing import Any
+
+    from engram.scrub.values import scrub_value
 
 __all__ = ["PRIVATE", "Redactions", "ScrubConfig", "Scrubber", "marker", "scrub_value"]
+
+
+def __getattr__(name: str) -> "Any":
+    # scrub_value walks pydantic models: imported on first use, so the hook client (standard
+    # library only) can use the Scrubber without loading pydantic
+    if name == "scrub_value":
+        from engram.scrub.values import scrub_value
+
+        return scrub_value
+    raise AttributeError(f"module 'engram.scrub' has no attribute {name!r}")

@@ -3,8 +3,9 @@
 :class:`engram.Engram` wraps its store in a :class:`ScrubbingStore` before it builds any
 service, so every service (and every edge, hook or importer that goes through them, or through
 ``engram.store``) writes through here. Each write method of the store and of its sub-stores
-(audit log, Soul, review queue, accounts' audit entries, conversations) scrubs what it is given,
-then hands it to the real store. Reads pass straight through.
+(audit log, Soul, review queue, conversations, and the audit entries of accounts, providers,
+environments and purges) scrubs what it is given, then hands it to the real store. Reads pass
+straight through.
 
 The memory services also scrub their inputs first (so dedup, embeddings and the returned
 memory never see a secret, and the result can say what was removed); this layer then finds
@@ -17,25 +18,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.accounts import ApiKey, AuditEntry, AuditQuery, Member, User
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.scrub.capture import ScrubbingCaptureStore
 from engram.scrub.scrubber import Redactions, Scrubber
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.capture import CaptureStore
+from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
+from engram.store.imports import ImportLedger
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
+    Exporter,
     Hit,
     PendingEmbedding,
     RankFields,
     Store,
     Vector,
 )
+from engram.store.providers import ProviderRecord, ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
 
@@ -46,8 +53,6 @@ if TYPE_CHECKING:
         Message,
         NewMessage,
     )
-    from engram.store.conversations import ConversationStore
-    from engram.store.providers import ProviderStore
 
 REDACTIONS = "redactions"
 """The audit detail (kind → count) of a write that removed secrets."""
@@ -81,11 +86,9 @@ class ScrubbingStore(_Audited):
         self._audit = _Audit(inner.audit, scrubber)
         self._soul = _Soul(inner.soul, scrubber)
         self._reviews = _Reviews(inner.reviews, scrubber)
-        self._conversations: ConversationStore | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        # the backend's own extras (a path, a connection pool) stay reachable
-        return getattr(self.inner, name)
+        self._conversations = _Conversations(inner.conversations, scrubber)
+        self._providers = _Providers(inner.providers, scrubber)
+        self._capture = ScrubbingCaptureStore(inner.capture, scrubber)
 
     # -- sub-stores --------------------------------------------------------------------------
     @property
@@ -110,21 +113,28 @@ class ScrubbingStore(_Audited):
         return self.inner.idempotency
 
     @property
-    def conversations(self) -> ConversationStore:
-        """The conversation store beside the real one, scrubbed (found by
-        :func:`engram.store.conversations.conversation_store_for`)."""
-        if self._conversations is None:
-            from engram.store.conversations import conversation_store_for
+    def capture(self) -> CaptureStore:
+        return self._capture
 
-            self._conversations = _Conversations(conversation_store_for(self.inner), self.scrubber)
+    @property
+    def imports(self) -> ImportLedger:
+        """The import ledger: item keys and the ids they became, no text."""
+        return self.inner.imports
+
+    @property
+    def conversations(self) -> ConversationStore:
         return self._conversations
 
     @property
     def providers(self) -> ProviderStore:
-        """LLM providers, not scrubbed: their API keys are stored on purpose, encrypted."""
-        from engram.store.providers import provider_store_for
+        """LLM providers, their audit entries scrubbed: the API keys are stored on purpose,
+        encrypted."""
+        return self._providers
 
-        return provider_store_for(self.inner)
+    @property
+    def export(self) -> Exporter:
+        """Reads only (what a copy of the store needs)."""
+        return self.inner.export
 
     # -- writes ------------------------------------------------------------------------------
     def memory_stamp(self) -> int:
@@ -155,8 +165,14 @@ class ScrubbingStore(_Audited):
         ]
         self.inner.write(clean, entries)
 
-    def create_environment(self, env: Environment) -> None:
-        self.inner.create_environment(scrub_value(self.scrubber, env)[0])
+    def create_environment(self, env: Environment, audit: Sequence[AuditEntry] = ()) -> None:
+        self.inner.create_environment(scrub_value(self.scrubber, env)[0], self._entries(audit))
+
+    def delete_environment(self, env_id: str, audit: Sequence[AuditEntry] = ()) -> None:
+        self.inner.delete_environment(env_id, self._entries(audit))
+
+    def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
+        return self.inner.purge(memory_ids, self._entries(audit))
 
     # -- everything else passes through ------------------------------------------------------
     def close(self) -> None:
@@ -177,9 +193,6 @@ class ScrubbingStore(_Audited):
     def list_environments(self, owner: str | None = None) -> list[Environment]:
         return self.inner.list_environments(owner)
 
-    def delete_environment(self, env_id: str) -> None:
-        self.inner.delete_environment(env_id)
-
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         return self.inner.get(memory_ids)
 
@@ -199,9 +212,6 @@ class ScrubbingStore(_Audited):
 
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         self.inner.record_access(memory_ids, at)
-
-    def purge(self, memory_ids: Sequence[str]) -> int:
-        return self.inner.purge(memory_ids)
 
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
         return self.inner.keyword_search(query, flt, limit=limit)
@@ -315,10 +325,10 @@ class _Accounts(_Audited):
         return self._inner.memberships(user_id)
 
 
-class _Soul:
+class _Soul(_Audited):
     def __init__(self, inner: SoulStore, scrubber: Scrubber) -> None:
+        super().__init__(scrubber)
         self._inner = inner
-        self._scrubber = scrubber
 
     def blocks(self, owner: str, environment_ids: Sequence[str | None]) -> list[SoulBlock]:
         return self._inner.blocks(owner, environment_ids)
@@ -331,10 +341,11 @@ class _Soul:
         owner: str,
         changes: Sequence[SoulBlockVersion],
         snapshot: SoulSnapshot | None = None,
+        audit: Sequence[AuditEntry] = (),
     ) -> None:
         clean = [scrub_value(self._scrubber, c)[0] for c in changes]
         snap = None if snapshot is None else scrub_value(self._scrubber, snapshot)[0]
-        self._inner.write(owner, clean, snap)
+        self._inner.write(owner, clean, snap, self._entries(audit))
 
     def snapshots(self, owner: str, environment_id: str | None) -> list[SoulSnapshot]:
         return self._inner.snapshots(owner, environment_id)
@@ -343,13 +354,13 @@ class _Soul:
         return self._inner.get_snapshot(owner, snapshot_id)
 
 
-class _Reviews:
+class _Reviews(_Audited):
     def __init__(self, inner: ReviewStore, scrubber: Scrubber) -> None:
+        super().__init__(scrubber)
         self._inner = inner
-        self._scrubber = scrubber
 
-    def put_review(self, item: ReviewItem) -> None:
-        self._inner.put_review(scrub_value(self._scrubber, item)[0])
+    def put_review(self, item: ReviewItem, audit: Sequence[AuditEntry] = ()) -> None:
+        self._inner.put_review(scrub_value(self._scrubber, item)[0], self._entries(audit))
 
     def get_review(self, review_id: str) -> ReviewItem | None:
         return self._inner.get_review(review_id)
@@ -362,6 +373,27 @@ class _Reviews:
         limit: int = 100,
     ) -> list[ReviewItem]:
         return self._inner.list_reviews(environment_ids, statuses, limit=limit)
+
+
+class _Providers(_Audited):
+    """The record passes as it is (its API key arrives encrypted); the audit entries are
+    scrubbed."""
+
+    def __init__(self, inner: ProviderStore, scrubber: Scrubber) -> None:
+        super().__init__(scrubber)
+        self._inner = inner
+
+    def put_provider(self, record: ProviderRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        self._inner.put_provider(record, self._entries(audit))
+
+    def get_provider(self, name: str) -> ProviderRecord | None:
+        return self._inner.get_provider(name)
+
+    def list_providers(self) -> list[ProviderRecord]:
+        return self._inner.list_providers()
+
+    def delete_provider(self, name: str, audit: Sequence[AuditEntry] = ()) -> bool:
+        return self._inner.delete_provider(name, self._entries(audit))
 
 
 class _Conversations:

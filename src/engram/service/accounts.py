@@ -28,6 +28,7 @@ from engram.actors import LOCAL_USER, Actor
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied, Unauthenticated
 from engram.ids import new_id
+from engram.limits import SPACE
 from engram.private_files import write_private
 from engram.service.audit import AuditLog
 from engram.store import Store
@@ -50,8 +51,8 @@ def load_secret(home: Path) -> bytes:
 
 
 def _check_name(name: str, what: str) -> str:
-    name = name.strip()
-    if not 1 <= len(name) <= 64 or any(c.isspace() for c in name):
+    name = name.strip(SPACE)
+    if not 1 <= len(name) <= 64 or any(c in SPACE for c in name):
         raise InvalidInput(f"{what} must be 1-64 characters without spaces", field="name")
     return name
 

@@ -1,7 +1,9 @@
 """The audit log: every mutation, who made it (user, key, interface), what and when.
 
-Services describe a change with :meth:`AuditLog.entry` and either hand the entry to the store
-with the change (one transaction) or :meth:`AuditLog.record` it right after the change commits.
+Services describe a change with :meth:`AuditLog.entry` and hand the entry to the store with the
+change: every mutating store method takes its audit entries and writes them in the change's
+transaction, so the log never misses (or invents) a change. :meth:`AuditLog.record` appends an
+entry on its own, for an event that is not one write (a maintenance run, made of many).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class AuditLog:
         )
 
     def record(self, actor: Actor, action: str, **kwargs: Any) -> AuditEntry:
-        """Append one entry on its own (for changes committed by another part of the store)."""
+        """Append one entry on its own (an event, such as a maintenance run, that spans many
+        transactions, each audited with its changes)."""
         entry = self.entry(actor, action, **kwargs)
         self._store.audit.append([entry])
         return entry

@@ -17,6 +17,7 @@ from typing import Literal
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput
+from engram.limits import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 from engram.models import Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
     AssembledContext,
@@ -70,7 +71,7 @@ _LAYERS: dict[TierName, Layer] = {
     "episodes": Layer.EPISODE,
     "procedures": Layer.PROCEDURE,
 }
-MIN_TOKENS, MAX_TOKENS = 64, 200_000
+MIN_TOKENS, MAX_TOKENS = MIN_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS
 KEYWORD_POOL = 100
 
 

@@ -14,17 +14,20 @@ from engram.private_files import prepare_home
 from engram.scrub import Scrubber
 from engram.scrub.store import ScrubbingStore
 from engram.service.accounts import AccountService, load_secret
+from engram.service.archive import ArchiveService
 from engram.service.audit import AuditLog
+from engram.service.capture import CaptureService
 from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
+from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
+from engram.service.portability import ImportService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
-from engram.store.conversations import conversation_store_for
 
 
 class Engram:
@@ -70,10 +73,31 @@ class Engram:
         self.lifecycle = LifecycleService(
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
-        # learning from conversations; stores through self.lifecycle when there is one
-        self.extraction = ExtractionService(
-            self, conversation_store_for(store), clock, scrubber=self.scrubber
+        # coding-agent sessions captured by the hooks (engram-hook), summarised without an LLM
+        self.capture = CaptureService(
+            store,
+            clock,
+            self.environments,
+            self.memories,
+            soul=self._soul_text,
+            recall=self._recall_for_prompt,
+            remember=self.lifecycle.remember,
         )
+        # learning from conversations; stores what it learns through the lifecycle
+        self.extraction = ExtractionService(
+            self.lifecycle,
+            self.environments,
+            store.conversations,
+            clock,
+            scrubber=self.scrubber,
+        )
+        # imports of other products' exports, through the lifecycle and extraction above
+        self.imports = ImportService(
+            store, clock, self.environments, self.lifecycle, self.extraction
+        )
+        conversations = store.conversations
+        self.exports = ExportService(store, self.environments, conversations, self.soul)
+        self.archive = ArchiveService(store, clock, conversations)
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
@@ -97,6 +121,24 @@ class Engram:
             notes.append("dropped: " + ", ".join(rendered.dropped))
         return SoulBlock(rendered.text, rendered.tokens, "; ".join(notes))
 
+    def _soul_text(self, actor: Actor, environment: str | None, max_tokens: int) -> str:
+        return self.soul.render(actor, environment, max_tokens).text
+
+    def _recall_for_prompt(
+        self, actor: Actor, environment: str, query: str
+    ) -> list[tuple[str, str, float]]:
+        found = self.search.search(actor, query, environment=environment, limit=8)
+        out = []
+        for item in found.items:
+            b = item.breakdown
+            relevance = (
+                b.semantic_similarity
+                if b.semantic_similarity is not None
+                else (b.keyword_norm or 0.0)
+            )
+            out.append((item.memory.id, item.memory.content, relevance))
+        return out
+
     def index_pending(self, max_items: int | None = None) -> int:
         """Embed memories that have no vector for the current model yet; return how many."""
         return self.indexer.run_once(max_items) if self.indexer is not None else 0
@@ -106,6 +148,7 @@ class Engram:
             self.indexer.start()
 
     def close(self) -> None:
+        self.capture.stop()
         if self.indexer is not None:
             self.indexer.stop()
         self.store.close()

@@ -45,6 +45,11 @@ class EnvironmentService:
         member = self._store.accounts.get_member(env.id, actor.user_id)
         return None if member is None else member.role
 
+    def visible(self, env_id: str, actor: Actor) -> Environment | None:
+        """The environment ``env_id`` if the actor has a role in it, else None."""
+        env = self._store.get_environment(env_id)
+        return env if env is not None and self.role_of(env, actor) is not None else None
+
     def roles(self, actor: Actor) -> dict[str, Role]:
         """Every environment the actor can see, with their role in it."""
         out = {m.environment_id: m.role for m in self._store.accounts.memberships(actor.user_id)}
@@ -87,8 +92,10 @@ class EnvironmentService:
             description=description,
             created_at=self._clock(),
         )
-        self._store.create_environment(env)
-        self.audit.record(actor, "environment.create", environment_id=env.id, targets=[env.id])
+        entry = self.audit.entry(
+            actor, "environment.create", environment_id=env.id, targets=[env.id]
+        )
+        self._store.create_environment(env, [entry])
         return env
 
     def ensure_default(self, actor: Actor) -> Environment:
@@ -154,10 +161,10 @@ class EnvironmentService:
                 environment=env.name,
                 memories=held,
             )
-        self._store.delete_environment(env.id)
-        self.audit.record(
+        entry = self.audit.entry(
             actor, "environment.delete", environment_id=env.id, targets=[env.id], purged=held
         )
+        self._store.delete_environment(env.id, [entry])
         return env
 
     # -- members -----------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from engram.accounts import Role as Access
 from engram.actors import Actor
@@ -28,15 +27,16 @@ from engram.extraction.conversation import (
     Transcript,
 )
 from engram.extraction.proposals import Extraction, Proposal
-from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult, Outcome
+from engram.extraction.results import ConversationInput, ExtractionResult, Outcome
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.ids import new_id
+from engram.lifecycle.report import WriteOutcome
+from engram.limits import MAX_MESSAGES
 from engram.models import Layer
 from engram.scrub import Scrubber, scrub_value
+from engram.service.environments import EnvironmentService
+from engram.service.lifecycle import LifecycleService
 from engram.store.conversations import ConversationStore
-
-if TYPE_CHECKING:
-    from engram.service.engram import Engram
 
 MAX_MESSAGE_PAGE = 500
 
@@ -57,7 +57,8 @@ class ExtractionConfig:
 class ExtractionService:
     def __init__(
         self,
-        engram: Engram,
+        lifecycle: LifecycleService,
+        environments: EnvironmentService,
         conversations: ConversationStore,
         clock: Clock,
         *,
@@ -65,7 +66,8 @@ class ExtractionService:
         config: ExtractionConfig | None = None,
         scrubber: Scrubber | None = None,
     ) -> None:
-        self._engram = engram
+        self._lifecycle = lifecycle
+        self._environments = environments
         self._scrubber = scrubber or Scrubber()
         self.conversations = conversations
         self._clock = clock
@@ -80,10 +82,7 @@ class ExtractionService:
         conv = self.conversations.find_conversation(actor.user_id, conversation_id)
         if conv is None:
             conv = self.conversations.get_conversation(conversation_id)
-        if conv is None:
-            return None
-        env = self._engram.store.get_environment(conv.environment_id)
-        if env is None or self._engram.environments.role_of(env, actor) is None:
+        if conv is None or self._environments.visible(conv.environment_id, actor) is None:
             return None
         return conv
 
@@ -97,7 +96,7 @@ class ExtractionService:
             raise NotFound(
                 f"conversation {conversation_id!r} does not exist", conversation=conversation_id
             )
-        self._engram.environments.resolve(conv.environment_id, actor, need)
+        self._environments.resolve(conv.environment_id, actor, need)
         return conv
 
     def messages(
@@ -121,7 +120,7 @@ class ExtractionService:
         (adding to a conversation stores messages: it needs write access)."""
         if new.id is not None and self._lookup(new.id, actor) is not None:
             return self.get_conversation(new.id, actor, Access.WRITER)
-        env = self._engram.environments.resolve(environment, actor, Access.WRITER)
+        env = self._environments.resolve(environment, actor, Access.WRITER)
         conv = Conversation(
             id=new_id("cnv_"),
             owner=actor.user_id,
@@ -240,7 +239,7 @@ class ExtractionService:
     def _transient(
         self, data: ConversationInput, actor: Actor, environment: str | None
     ) -> Conversation:
-        env = self._engram.environments.resolve(environment, actor)
+        env = self._environments.resolve(environment, actor)
         new = data.conversation
         return Conversation(
             id=new.id or "dry-run",
@@ -304,13 +303,7 @@ class ExtractionService:
         if not proposals:
             return [], None
         news = [p.to_new_memory(conv.id) for p in proposals]
-        lifecycle: Any = getattr(self._engram, "lifecycle", None)
-        if lifecycle is None:
-            stored = self._engram.memories.add_many(news, actor, conv.environment_id)
-            return [
-                Outcome(proposal=i, action="created", memory_id=m.id) for i, m in enumerate(stored)
-            ], "memories.add_many"
-        decisions = lifecycle.remember_many(news, actor, conv.environment_id)
+        decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
         return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
 
 
@@ -326,12 +319,12 @@ def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:
     ]
 
 
-def _outcome(index: int, decision: Any) -> Outcome:
-    """Read the lifecycle's answer without depending on its exact type: a Memory, or an object
-    with an ``action`` and a ``memory`` (or ``memory_id``)."""
-    action = getattr(decision, "action", None)
-    memory = getattr(decision, "memory", decision)
-    memory_id = getattr(decision, "memory_id", None) or getattr(memory, "id", None)
-    word = getattr(action, "value", action) if action is not None else "created"
-    related = getattr(decision, "absorbed_into", None) or getattr(decision, "superseded", None)
-    return Outcome(proposal=index, action=str(word), memory_id=memory_id, related_id=related)
+def _outcome(index: int, decision: WriteOutcome) -> Outcome:
+    """What the lifecycle did with proposal ``index``: the memory that now holds it, and the
+    one it was merged into or superseded."""
+    return Outcome(
+        proposal=index,
+        action=decision.action.value,
+        memory_id=decision.memory.id,
+        related_id=decision.absorbed_into or decision.superseded,
+    )

@@ -18,12 +18,13 @@ from engram.lifecycle import changes
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.report import MaintenanceReport, WriteOutcome
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus, stale_reason
+from engram.limits import MAX_BULK
 from engram.models import Action, Memory, NewMemory, Status
 from engram.service.environments import EnvironmentService
 from engram.service.fact_index import FactIndexes
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.service.maintenance import Maintenance
-from engram.service.memories import MAX_BULK, MemoryService
+from engram.service.memories import MemoryService
 from engram.service.writes import WritePath
 from engram.store import Change, Store
 
@@ -174,7 +175,13 @@ class LifecycleService:
                 "reason": f"{item.reason}; {note}" if note else item.reason,
             }
         )
-        self._store.reviews.put_review(resolved)
+        entry = self._envs.audit.entry(
+            actor,
+            f"review.{resolved.status.value}",
+            environment_id=env.id,
+            targets=[item.id, item.memory_id, item.other_id],
+        )
+        self._store.reviews.put_review(resolved, [entry])
         return resolved
 
     def _accept(self, item: ReviewItem, actor: Actor, note: str) -> None:

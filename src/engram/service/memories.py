@@ -14,6 +14,7 @@ from engram.errors import InvalidInput, NotFound, PermissionDenied
 from engram.lifecycle.changes import build as build_memory
 from engram.lifecycle.changes import record as record_change
 from engram.lifecycle.changes import step as next_state
+from engram.limits import MAX_BULK
 from engram.models import (
     ORDERS,
     Action,
@@ -31,7 +32,6 @@ from engram.service.environments import SCOPE_FOR, EnvironmentService, require_s
 from engram.store import Change, Store
 
 MAX_PAGE = 1000
-MAX_BULK = 1000
 
 
 class MemoryService:
@@ -193,7 +193,10 @@ class MemoryService:
 
     # -- delete / restore / purge -------------------------------------------------------------
     def delete(self, memory_id: str, actor: Actor, reason: str = "") -> Memory:
-        return self.delete_many([memory_id], actor, reason)[0]
+        """Soft delete one memory and return it; one already deleted is returned as it is
+        (deleting twice changes nothing)."""
+        deleted = self.delete_many([memory_id], actor, reason)
+        return deleted[0] if deleted else self._load([memory_id], actor, Role.WRITER)[0]
 
     def delete_many(
         self, memory_ids: Sequence[str], actor: Actor, reason: str = ""
@@ -257,15 +260,17 @@ class MemoryService:
     def purge(self, memory_ids: Sequence[str], actor: Actor) -> int:
         """Remove memories for good: rows, versions, keyword index entries and vectors."""
         memories = self._load(memory_ids, actor, Role.OWNER)
-        removed = self._store.purge(memory_ids)
+        entries = []
         for env_id in dict.fromkeys(m.environment_id for m in memories):
             ids = [m.id for m in memories if m.environment_id == env_id]
-            self._envs.audit.record(
-                actor,
-                "memory.purge",
-                environment_id=env_id,
-                targets=ids,
-                before={m.id: m.version for m in memories if m.environment_id == env_id},
-                after=dict.fromkeys(ids),
+            entries.append(
+                self._envs.audit.entry(
+                    actor,
+                    "memory.purge",
+                    environment_id=env_id,
+                    targets=ids,
+                    before={m.id: m.version for m in memories if m.environment_id == env_id},
+                    after=dict.fromkeys(ids),
+                )
             )
-        return removed
+        return self._store.purge(memory_ids, entries)

@@ -1,29 +1,37 @@
 """Configured LLM providers: kept in the database with their API keys encrypted (the key file
-lives outside it), and turned into extractors on demand."""
+lives outside it), and turned into extractors on demand. Adding and removing one needs the
+admin scope (providers serve the whole server) and is audited with the change."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
+from engram.accounts import AuditEntry, Scope
+from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import NotFound
 from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.extraction.llm import LLMExtractor
 from engram.extraction.providers import LLMClient, ProviderConfig, ProviderKind, client_for
+from engram.service.audit import AuditLog
+from engram.service.environments import require_scope
 from engram.store import Store
-from engram.store.providers import ProviderRecord, ProviderStore, provider_store_for
+from engram.store.providers import ProviderRecord, ProviderStore
 
 
 class ProviderService:
-    def __init__(self, store: ProviderStore, keys: KeyBox, clock: Clock) -> None:
+    def __init__(self, store: ProviderStore, keys: KeyBox, clock: Clock, audit: AuditLog) -> None:
         self._store = store
         self._keys = keys
         self._clock = clock
+        self._audit = audit
 
-    def add(self, config: ProviderConfig) -> ProviderConfig:
+    def add(self, config: ProviderConfig, actor: Actor) -> ProviderConfig:
         """Store (or replace) a provider; its API key is encrypted before it reaches the store."""
+        require_scope(actor, Scope.ADMIN)
         secret = None
         if config.api_key is not None:
             secret = self._keys.encrypt(config.api_key.get_secret_value(), config.name)
@@ -36,9 +44,13 @@ class ProviderService:
                 encrypted_key=secret,
                 timeout=config.timeout,
                 created_at=self._clock(),
-            )
+            ),
+            [self._entry(actor, "provider.add", config.name, kind=config.kind.value)],
         )
         return config
+
+    def _entry(self, actor: Actor, action: str, name: str, **details: Any) -> AuditEntry:
+        return self._audit.entry(actor, action, targets=[f"provider:{name}"], **details)
 
     def get(self, name: str) -> ProviderConfig:
         record = self._store.get_provider(name)
@@ -59,8 +71,9 @@ class ProviderService:
     def list(self) -> list[str]:
         return [r.name for r in self._store.list_providers()]
 
-    def remove(self, name: str) -> None:
-        if not self._store.delete_provider(name):
+    def remove(self, name: str, actor: Actor) -> None:
+        require_scope(actor, Scope.ADMIN)
+        if not self._store.delete_provider(name, [self._entry(actor, "provider.remove", name)]):
             raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
 
     def client(self, name: str) -> LLMClient:
@@ -72,4 +85,5 @@ class ProviderService:
 
 def open_providers(store: Store, home: Path, clock: Clock) -> ProviderService:
     """The providers of ``store``, with the key file in the data directory ``home``."""
-    return ProviderService(provider_store_for(store), KeyBox(Path(home) / KEY_FILE), clock)
+    keys = KeyBox(Path(home) / KEY_FILE)
+    return ProviderService(store.providers, keys, clock, AuditLog(store, clock))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from engram.accounts import Scope
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import InvalidInput, NotFound
+from engram.errors import Conflict, NotFound
 from engram.ids import new_id
 from engram.scrub import Scrubber
 from engram.service.environments import EnvironmentService, require_scope
@@ -163,19 +163,19 @@ class SoulService:
             key = validate_custom_name(name)
             if key not in layer:
                 if sum(b.custom for b in layer.values()) >= MAX_CUSTOM_BLOCKS:
-                    raise InvalidInput(f"at most {MAX_CUSTOM_BLOCKS} custom blocks per layer")
+                    raise Conflict(f"at most {MAX_CUSTOM_BLOCKS} custom blocks per layer")
                 action = SoulAction.CREATE
         else:
             key = self._known(name, top, overrides)
         current = layer.get(key) or blank(key, env_id, top, section)
         if section is not None and section is not current.section:
-            raise InvalidInput(
+            raise Conflict(
                 f"block {key!r} is in section {current.section.value!r}; a block's section "
                 "cannot change",
                 field="section",
             )
         if env_id is None and mode not in (None, OverrideMode.REPLACE):
-            raise InvalidInput(
+            raise Conflict(
                 f"mode {mode.value!r} needs an environment: the global Soul has nothing to "
                 "inherit from",
                 field="mode",
@@ -193,7 +193,7 @@ class SoulService:
         if enabled is not None:
             updates["enabled"] = enabled
         if not updates and action is not SoulAction.CREATE:
-            raise InvalidInput("nothing to change: give text, a mode, a priority or enabled")
+            return current  # nothing to change: a repeated PUT writes nothing
         new = self._next(current, actor, **updates)
         if current.version and new.same_content(current):
             return current
@@ -208,12 +208,11 @@ class SoulService:
         snapshot: SoulSnapshot | None = None,
         environment_id: str | None = None,
     ) -> None:
-        """Store block versions (and a snapshot), then record the change in the audit log."""
-        self._store.soul.write(actor.user_id, changes, snapshot)
+        """Store block versions (and a snapshot) with their audit entry, in one transaction."""
         env_id = environment_id
         if env_id is None and changes:
             env_id = changes[0].state.environment_id
-        self._envs.audit.record(
+        entry = self._envs.audit.entry(
             actor,
             f"soul.{action}",
             environment_id=env_id,
@@ -221,6 +220,7 @@ class SoulService:
             after={f"soul:{c.state.name}": c.state.version for c in changes},
             snapshot=None if snapshot is None else snapshot.id,
         )
+        self._store.soul.write(actor.user_id, changes, snapshot, [entry])
 
     def _next(self, block: SoulBlock, actor: Actor, **updates: object) -> SoulBlock:
         return block.model_copy(

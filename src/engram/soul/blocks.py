@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engram.errors import InvalidInput
+from engram.errors import Conflict, InvalidInput, NotFound
 from engram.soul.model import OverrideMode, Section
 
 MAX_BLOCK_CHARS = 8_000
@@ -17,7 +17,9 @@ MIN_PRIORITY, MAX_PRIORITY = 0, 100
 CUSTOM_PRIORITY = 50
 """The priority of a custom block that was not given one."""
 
-_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
+BLOCK_NAME_PATTERN = r"^[a-z][a-z0-9_]{1,39}$"
+"""Every block name (built-in names follow it too); the REST path states it."""
+_NAME_RE = re.compile(BLOCK_NAME_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +73,17 @@ def validate_custom_name(name: str) -> str:
             field="name",
         )
     if name in BUILTIN:
-        raise InvalidInput(f"{name!r} is a built-in block, not a custom one", field="name")
+        raise Conflict(f"{name!r} is a built-in block, not a custom one")
     if name in {s.value for s in Section} or name.startswith("xml"):
-        raise InvalidInput(f"block name {name!r} is reserved", field="name")
+        raise Conflict(f"block name {name!r} is reserved")
     return name
 
 
-def unknown_block(name: str, custom: list[str]) -> InvalidInput:
-    """The error for a name that is neither built in nor a custom block of this Soul."""
+def unknown_block(name: str, custom: list[str]) -> NotFound:
+    """The error for a name that is neither built in nor a custom block of this Soul: there is
+    no such block (404 over HTTP), and the message lists those there are."""
     valid = ", ".join([*BUILTIN, *sorted(custom)])
-    return InvalidInput(
+    return NotFound(
         f"unknown block {name!r}; valid blocks are: {valid} (give a section to add a custom block)",
         field="name",
         valid=[*BUILTIN, *sorted(custom)],

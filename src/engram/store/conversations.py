@@ -1,14 +1,11 @@
-"""The storage seam for conversations: a narrow protocol, and the factory that finds the
-implementation matching a memory store."""
+"""The storage seam for conversations (``Store.conversations`` on both backends)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import Protocol
 
-from engram.errors import MissingDependency
 from engram.extraction.conversation import Conversation, ExtractionState, Message, NewMessage
-from engram.store.protocol import Store
 
 
 class ConversationStore(Protocol):
@@ -52,17 +49,3 @@ class ConversationStore(Protocol):
     ) -> bool:
         """Compare-and-set the extraction state; False if another writer moved it first."""
         ...
-
-
-def conversation_store_for(store: Store) -> ConversationStore:
-    """The conversation store living beside ``store`` (the same database)."""
-    from engram.store.sqlite import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from engram.store.sqlite.conversations import SQLiteConversationStore
-
-        return SQLiteConversationStore(store.db)
-    found = getattr(store, "conversations", None)  # a store that carries its own (PostgreSQL)
-    if found is not None:
-        return cast(ConversationStore, found)
-    raise MissingDependency(f"conversations are not supported on {type(store).__name__}")

@@ -1,6 +1,6 @@
 """Copy everything from one store to another (SQLite <-> PostgreSQL) and prove it arrived.
 
-Works through the :class:`Store` protocol and its sub-stores (plus :mod:`engram.store.export`
+Works through the :class:`Store` protocol and its sub-stores (``Store.export``
 for key digests, raw vectors and the list of conversations), so it knows no SQL. Each memory is
 written with all its versions in one transaction; a copy interrupted part-way can be resumed
 with ``force``: what already arrived (by id) is skipped. Afterwards every collection is read
@@ -21,10 +21,7 @@ from engram.errors import Conflict
 from engram.lifecycle.reviews import ReviewStatus
 from engram.models import Memory, MemoryFilter, Status
 from engram.soul.model import SoulBlockVersion
-from engram.store.conversations import conversation_store_for
-from engram.store.export import exporter_for
 from engram.store.protocol import Change, Store
-from engram.store.providers import provider_store_for
 
 _PAGE = 1000
 _ALL = 1_000_000_000
@@ -78,9 +75,9 @@ def _soul_versions(store: Store) -> Iterator[tuple[str, SoulBlockVersion]]:
 
 
 def _rows(store: Store) -> dict[str, Callable[[], Iterator[str]]]:
-    exp = exporter_for(store)
-    conversations = conversation_store_for(store)
-    providers = provider_store_for(store)
+    exp = store.export
+    conversations = store.conversations
+    providers = store.providers
 
     def memories() -> Iterator[str]:
         for m in _memories(store):
@@ -175,9 +172,8 @@ def copy_store(source: Store, dest: Store, *, force: bool = False) -> list[Table
     _copy_conversations(source, dest)
     for item in source.reviews.list_reviews([], list(ReviewStatus), limit=_ALL):
         dest.reviews.put_review(item)
-    dest_providers = provider_store_for(dest)
-    for record in provider_store_for(source).list_providers():
-        dest_providers.put_provider(record)
+    for record in source.providers.list_providers():
+        dest.providers.put_provider(record)
     have = {e.id for e in _audit(dest)}
     todo = [e for e in _audit(source) if e.id not in have]
     for start in range(0, len(todo), _PAGE):
@@ -189,7 +185,7 @@ def _copy_accounts(source: Store, dest: Store) -> None:
     for user in source.accounts.list_users():
         if dest.accounts.get_user(user.id) is None:
             dest.accounts.create_user(user, source.accounts.password_hash(user.id))
-    digests = exporter_for(source).key_digests()
+    digests = source.export.key_digests()
     keys = source.accounts.list_keys()  # oldest first: a rotated key before its replacement
     replaced = {k.replaced_by: k.id for k in keys if k.replaced_by}
     for key in keys:
@@ -218,7 +214,7 @@ def _copy_memories(source: Store, dest: Store) -> None:
         if len(page) == _PAGE:
             flush()
     flush()
-    exp = exporter_for(source)
+    exp = source.export
     for model in source.embedding_stats():
         batch = []
         for update in exp.embeddings(model):
@@ -246,8 +242,8 @@ def _copy_soul(source: Store, dest: Store) -> None:
 
 
 def _copy_conversations(source: Store, dest: Store) -> None:
-    src, dst = conversation_store_for(source), conversation_store_for(dest)
-    for cid in exporter_for(source).conversation_ids():
+    src, dst = source.conversations, dest.conversations
+    for cid in source.export.conversation_ids():
         conv = src.get_conversation(cid)
         assert conv is not None
         dst.create_conversation(conv)

@@ -8,7 +8,7 @@ transaction, together with the keyword index entry.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +20,11 @@ import numpy.typing as npt
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.accounts import AccountStore, AuditStore
+from engram.store.capture import CaptureStore
+from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
+from engram.store.imports import ImportLedger
+from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
 
@@ -76,6 +80,23 @@ class EmbeddingUpdate:
     vector: Vector
 
 
+class Exporter(Protocol):
+    """What copying a store needs beyond the rest of the protocol: the few stored values no
+    service ever reads back (key digests, raw vectors) and the list of conversations."""
+
+    def key_digests(self) -> dict[str, str]:
+        """Every API key's id -> its stored HMAC digest."""
+        ...
+
+    def embeddings(self, model_id: str) -> Iterator[EmbeddingUpdate]:
+        """Every vector stored for ``model_id``, with the content hash it was made from."""
+        ...
+
+    def conversation_ids(self) -> list[str]:
+        """Every conversation, oldest first."""
+        ...
+
+
 class Store(Protocol):
     """Durable storage of environments, memories, versions, the keyword index and vectors."""
 
@@ -100,8 +121,33 @@ class Store(Protocol):
         ...
 
     @property
+    def imports(self) -> ImportLedger:
+        """What each import brought into each environment (re-imports add nothing)."""
+        ...
+
+    @property
+    def capture(self) -> CaptureStore:
+        """Captured coding-agent sessions and their observations."""
+        ...
+
+    @property
     def idempotency(self) -> IdempotencyStore:
         """Reserved ``Idempotency-Key`` requests and their answers."""
+        ...
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """Conversations, their messages and how far extraction has read them."""
+        ...
+
+    @property
+    def providers(self) -> ProviderStore:
+        """Configured LLM providers (their API keys arrive encrypted)."""
+        ...
+
+    @property
+    def export(self) -> Exporter:
+        """The stored values only a copy of the store reads (``engram.store.copy``)."""
         ...
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -118,7 +164,9 @@ class Store(Protocol):
         ...
 
     # -- environments ------------------------------------------------------------------------
-    def create_environment(self, env: Environment) -> None: ...
+    def create_environment(self, env: Environment, audit: Sequence[AuditEntry] = ()) -> None:
+        """Store a new environment and the audit entries, in one transaction."""
+        ...
 
     def get_environment(self, env_id: str) -> Environment | None: ...
 
@@ -126,8 +174,9 @@ class Store(Protocol):
 
     def list_environments(self, owner: str | None = None) -> list[Environment]: ...
 
-    def delete_environment(self, env_id: str) -> None:
-        """Remove the environment and, for good, everything in it."""
+    def delete_environment(self, env_id: str, audit: Sequence[AuditEntry] = ()) -> None:
+        """Remove the environment and, for good, everything in it; append the audit entries in
+        the same transaction."""
         ...
 
     # -- memories ----------------------------------------------------------------------------
@@ -162,8 +211,9 @@ class Store(Protocol):
         """Count a read: bump ``access_count`` and ``last_accessed_at`` (no version)."""
         ...
 
-    def purge(self, memory_ids: Sequence[str]) -> int:
-        """Delete rows, versions, index entries and vectors for good; return how many."""
+    def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
+        """Delete rows, versions, index entries and vectors for good, and append the audit
+        entries, in one transaction; return how many."""
         ...
 
     # -- search ------------------------------------------------------------------------------

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, cast
+from typing import Protocol
 
-from engram.errors import MissingDependency
-from engram.store.protocol import Store
+from engram.store.accounts import Audit
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,19 +21,16 @@ class ProviderRecord:
 
 
 class ProviderStore(Protocol):
-    def put_provider(self, record: ProviderRecord) -> None:
-        """Insert or replace the provider of that name."""
+    def put_provider(self, record: ProviderRecord, audit: Audit = ()) -> None:
+        """Insert or replace the provider of that name (and append the audit entries, in the
+        same transaction)."""
         ...
 
     def get_provider(self, name: str) -> ProviderRecord | None: ...
 
     def list_providers(self) -> list[ProviderRecord]: ...
 
-    def delete_provider(self, name: str) -> bool: ...
-
-
-def provider_store_for(store: Store) -> ProviderStore:
-    found = getattr(store, "providers", None)  # both backends carry their own
-    if found is not None:
-        return cast(ProviderStore, found)
-    raise MissingDependency(f"LLM providers are not supported on {type(store).__name__}")
+    def delete_provider(self, name: str, audit: Audit = ()) -> bool:
+        """Delete the provider and append the audit entries in one transaction; False (and
+        nothing written) if there is none of that name."""
+        ...

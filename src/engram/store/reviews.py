@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.store.accounts import Audit
 
 
 class ReviewStore(Protocol):
-    def put_review(self, item: ReviewItem) -> None:
-        """Insert the item, or replace the one with its id (how an item is resolved)."""
+    def put_review(self, item: ReviewItem, audit: Audit = ()) -> None:
+        """Insert the item, or replace the one with its id (how an item is resolved), with the
+        audit entries in the same transaction."""
         ...
 
     def get_review(self, review_id: str) -> ReviewItem | None: ...

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
+from engram.store.accounts import Audit
 
 
 class SoulStore(Protocol):
@@ -24,10 +25,12 @@ class SoulStore(Protocol):
         owner: str,
         changes: Sequence[SoulBlockVersion],
         snapshot: SoulSnapshot | None = None,
+        audit: Audit = (),
     ) -> None:
-        """In one transaction: store ``snapshot`` (if any), then set each block's new state and
-        append its version. Each change's version must follow the stored one by exactly 1,
-        else :class:`engram.errors.Conflict` is raised and nothing is written."""
+        """In one transaction: store ``snapshot`` (if any), set each block's new state, append
+        its version and append the audit entries. Each change's version must follow the stored
+        one by exactly 1, else :class:`engram.errors.Conflict` is raised and nothing is
+        written."""
         ...
 
     def snapshots(self, owner: str, environment_id: str | None) -> list[SoulSnapshot]:

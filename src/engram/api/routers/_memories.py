@@ -16,13 +16,16 @@ from engram.api.deps import ActorDep, EngramDep
 from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged, RestoreBody
 from engram.errors import NotFound
 from engram.lifecycle.report import StoredMemory
+from engram.limits import MAX_BULK, MAX_REASON_CHARS
 from engram.models import Layer, Memory, MemoryPatch, MemoryVersion, NewMemory, Page
 from engram.service import Engram
 
 EnvQuery = Annotated[
     str | None, Query(description="Environment name or id (default: your default environment)")
 ]
-Reason = Annotated[str, Query(max_length=1000, description="Why: kept in the version history")]
+Reason = Annotated[
+    str, Query(max_length=MAX_REASON_CHARS, description="Why: kept in the version history")
+]
 
 
 def check_layer(
@@ -42,7 +45,7 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
     # static paths first, so '/bulk' is never read as a memory id
     @router.post("/bulk", status_code=status.HTTP_201_CREATED, summary=f"Create many {noun}s")
     def bulk_create(
-        items: Annotated[list[new_model], Body(max_length=1000)],  # type: ignore[valid-type]
+        items: Annotated[list[new_model], Body(max_length=MAX_BULK)],  # type: ignore[valid-type]
         engram: EngramDep,
         actor: ActorDep,
         environment: EnvQuery = None,
@@ -107,8 +110,7 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
     @router.delete("/{memory_id}", summary=f"Soft-delete a {noun} (restorable)")
     def delete(memory_id: str, engram: EngramDep, actor: ActorDep, reason: Reason = "") -> Memory:
         check_layer(engram, [memory_id], layer, actor)
-        deleted = engram.memories.delete_many([memory_id], actor, reason)
-        return deleted[0] if deleted else engram.memories.get(memory_id, actor, Role.WRITER)
+        return engram.memories.delete(memory_id, actor, reason)
 
     @router.get("/{memory_id}/history", summary="Every version, oldest first")
     def history(memory_id: str, engram: EngramDep, actor: ActorDep) -> list[MemoryVersion]:

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.limits import (
+    MAX_CONTEXT_TOKENS,
+    MAX_QUERY_CHARS,
+    MIN_CONTEXT_TOKENS,
+    InputModel,
+    StrictInt,
+)
 from engram.retrieval.models import AssembledContext, SearchMode
 
 router = APIRouter(tags=["context"])
 
 
-class ContextIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(default="", max_length=2000, description="empty: a start-of-session brief")
-    environment: str | None = None
-    max_tokens: int = Field(default=2000, ge=1, le=1_000_000)
-    max_facts: int = Field(default=15, ge=0, le=100)
-    max_episodes: int = Field(default=3, ge=0, le=100)
-    max_procedures: int = Field(default=3, ge=0, le=100)
+class ContextIn(InputModel):
+    query: str = Field(
+        default="", max_length=MAX_QUERY_CHARS, description="empty: a start-of-session brief"
+    )
+    environment: str | None = Field(default=None, max_length=200)
+    max_tokens: StrictInt = Field(default=2000, ge=MIN_CONTEXT_TOKENS, le=MAX_CONTEXT_TOKENS)
+    max_facts: StrictInt = Field(default=15, ge=0, le=100)
+    max_episodes: StrictInt = Field(default=3, ge=0, le=100)
+    max_procedures: StrictInt = Field(default=3, ge=0, le=100)
     mode: SearchMode = SearchMode.HYBRID
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.extraction.conversation import Conversation, MessagePage, NewMessage, SourceName
-from engram.extraction.results import MAX_MESSAGES, ConversationInput, ExtractionResult
+from engram.extraction.results import ConversationInput, ExtractionResult
+from engram.limits import MAX_MESSAGES, MAX_POSITION, MAX_TITLE_CHARS, InputModel
 
 router = APIRouter(tags=["extraction"])
 
@@ -30,25 +31,23 @@ class ExtractIn(ConversationInput):
     """A conversation (optional) and its messages, oldest first."""
 
     messages: list[NewMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    dry_run: bool = Field(default=False, description="Only propose: store nothing")
-    environment: str | None = Field(default=None, description="Name or id; default: yours")
+    dry_run: StrictBool = Field(default=False, description="Only propose: store nothing")
+    environment: str | None = Field(
+        default=None, max_length=200, description="Name or id; default: yours"
+    )
 
 
-class MessagesIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MessagesIn(InputModel):
     messages: list[NewMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     environment: str | None = Field(
-        default=None, description="Where a new conversation goes (default: yours)"
+        default=None, max_length=200, description="Where a new conversation goes (default: yours)"
     )
     source: SourceName = "api"
-    title: str = Field(default="", max_length=500)
+    title: str = Field(default="", max_length=MAX_TITLE_CHARS)
 
 
-class ReextractIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    dry_run: bool = False
+class ReextractIn(InputModel):
+    dry_run: StrictBool = False
 
 
 @router.post("/extract", summary="Store a conversation and the memories proposed from it")
@@ -72,7 +71,12 @@ def list_messages(
     engram: EngramDep,
     actor: ActorDep,
     after: Annotated[
-        int, Query(ge=0, description="Only messages after this position (a page's next_after).")
+        int,
+        Query(
+            ge=0,
+            le=MAX_POSITION,
+            description="Only messages after this position (a page's next_after).",
+        ),
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> MessagePage:

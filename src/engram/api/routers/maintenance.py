@@ -7,19 +7,22 @@ while one is going gets 409 ("already running").
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.lifecycle.report import MaintenanceReport
+from engram.limits import InputModel
 
 router = APIRouter(tags=["maintenance"])
 
 
-class MaintenanceRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    environment: str | None = Field(default=None, description="Id or name; the default if unset")
-    dry_run: bool = Field(default=False, description="Report what would change; write nothing")
+class MaintenanceRequest(InputModel):
+    environment: str | None = Field(
+        default=None, max_length=200, description="Id or name; the default if unset"
+    )
+    dry_run: StrictBool = Field(
+        default=False, description="Report what would change; write nothing"
+    )
 
 
 @router.post("", summary="Merge duplicates, supersede contradictions, flag decay, compact")

@@ -4,23 +4,25 @@ with dedup and contradiction, feedback, and undoing a lifecycle action."""
 from __future__ import annotations
 
 from fastapi import APIRouter, status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.routers._memories import EnvQuery
+from engram.api.schemas import AnyNewMemory
 from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
 from engram.lifecycle.report import WriteOutcome
-from engram.models import Memory, NewMemory
+from engram.limits import MAX_REASON_CHARS, InputModel
+from engram.models import Memory
 from engram.service.feedback import give_feedback
 
 router = APIRouter(tags=["memories"])
 
 
-class FeedbackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FeedbackIn(InputModel):
     kind: FeedbackKind = Field(description="helpful +0.1 confidence, outdated -0.25, wrong -0.5")
-    note: str = Field(default="", max_length=1000, description="What was wrong or what changed")
+    note: str = Field(
+        default="", max_length=MAX_REASON_CHARS, description="What was wrong or what changed"
+    )
 
 
 @router.post(
@@ -29,7 +31,7 @@ class FeedbackIn(BaseModel):
     summary="Store a memory through dedup and contradiction (merged, superseded or queued)",
 )
 def remember(
-    body: NewMemory, engram: EngramDep, actor: ActorDep, environment: EnvQuery = None
+    body: AnyNewMemory, engram: EngramDep, actor: ActorDep, environment: EnvQuery = None
 ) -> WriteOutcome:
     return engram.lifecycle.remember(body, actor, environment)
 

@@ -6,19 +6,20 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.limits import MAX_REASON_CHARS, InputModel
 from engram.service.lifecycle import MAX_REVIEWS
 
 router = APIRouter(tags=["reviews"])
 
 
-class ResolveIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    note: str = Field(default="", max_length=1000, description="Why: kept with the item")
+class ResolveIn(InputModel):
+    note: str = Field(
+        default="", max_length=MAX_REASON_CHARS, description="Why: kept with the item"
+    )
 
 
 @router.get("", summary="Review items of one environment, oldest first")

@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.api.schemas import FilterValues
+from engram.limits import MAX_QUERY_CHARS, InputModel, StrictInt, Timestamp
 from engram.models import Layer, MemoryFilter, Status
 from engram.retrieval.models import SearchMode, SearchResult
 
 router = APIRouter(tags=["search"])
 
 
-class SearchIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1, max_length=2000)
-    environment: str | None = None
+class SearchIn(InputModel):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    environment: str | None = Field(default=None, max_length=200)
     mode: SearchMode = SearchMode.HYBRID
-    layers: list[Layer] = Field(default_factory=list)
-    categories: list[str] = Field(default_factory=list, max_length=50)
-    tags: list[str] = Field(default_factory=list, max_length=50)
-    statuses: list[Status] = Field(default_factory=lambda: [Status.ACTIVE])
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    include_superseded: bool = False
-    limit: int = Field(default=10, ge=1, le=100)
+    layers: list[Layer] = Field(default_factory=list, max_length=len(Layer))
+    categories: FilterValues = Field(default_factory=list)
+    tags: FilterValues = Field(default_factory=list)
+    statuses: list[Status] = Field(default_factory=lambda: [Status.ACTIVE], max_length=len(Status))
+    created_after: Timestamp | None = Field(
+        default=None, description="A range whose start is past its end matches nothing"
+    )
+    created_before: Timestamp | None = None
+    include_superseded: StrictBool = False
+    limit: StrictInt = Field(default=10, ge=1, le=100)
 
 
 @router.post("", summary="Search one environment; each result carries its score breakdown")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Path, Query, status
+from pydantic import BaseModel, Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.limits import JSON_NUMBER, InputModel, StrictInt
 from engram.service.soul import DEFAULT_SOUL_TOKENS
-from engram.soul.blocks import MAX_BLOCK_CHARS
+from engram.soul.blocks import BLOCK_NAME_PATTERN, MAX_BLOCK_CHARS
 from engram.soul.model import (
     EffectiveBlock,
     OverrideMode,
@@ -27,7 +28,7 @@ from engram.soul.model import (
     SoulUpdate,
     SoulView,
 )
-from engram.soul.presets import Preset
+from engram.soul.presets import PRESETS, Preset
 
 router = APIRouter(tags=["soul"])
 
@@ -41,8 +42,8 @@ LayerRef = Annotated[
 ]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Body(InputModel):
+    """A request body: unknown fields refused, text checked (see InputModel)."""
 
 
 class BlockIn(_Body):
@@ -50,14 +51,14 @@ class BlockIn(_Body):
     mode: OverrideMode | None = Field(
         default=None, description="In an environment: replace, extend (append) or inherit"
     )
-    priority: int | None = Field(default=None, ge=0, le=100)
-    enabled: bool | None = None
+    priority: Annotated[int, Field(ge=0, le=100), JSON_NUMBER] | None = None
+    enabled: StrictBool | None = None
     section: Section | None = Field(default=None, description="Only to create a custom block")
     reason: str = Field(default="", max_length=1000)
 
 
 class BlockRestoreIn(_Body):
-    version: int = Field(ge=1)
+    version: StrictInt = Field(ge=1, le=1_000_000)
     reason: str = Field(default="", max_length=1000)
 
 
@@ -101,7 +102,10 @@ def presets(engram: EngramDep, actor: ActorDep) -> list[Preset]:
 
 @router.post("/presets/{preset}/apply", summary="Apply a preset (after an automatic snapshot)")
 def apply_preset(
-    preset: str, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+    preset: Annotated[str, Path(pattern=f"^({'|'.join(PRESETS)})$", description="A preset's name")],
+    engram: EngramDep,
+    actor: ActorDep,
+    environment: LayerRef = None,
 ) -> SoulUpdate:
     return engram.soul.apply_preset(actor, preset, environment)
 
@@ -151,7 +155,11 @@ def get_block(
 
 @router.put("/blocks/{name}", summary="Change a block in one layer (a new version)")
 def set_block(
-    name: str, body: BlockIn, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+    name: Annotated[str, Path(pattern=BLOCK_NAME_PATTERN, description="The block's name")],
+    body: BlockIn,
+    engram: EngramDep,
+    actor: ActorDep,
+    environment: LayerRef = None,
 ) -> SoulBlock:
     return engram.soul.set_block(
         actor,

@@ -14,10 +14,11 @@ from engram.mcp.tools import (
     extraction,
     lifecycle,
     memories,
+    sessions,
     soul,
 )
 
-MODULES = (context, memories, episodes, soul, environments, lifecycle, extraction)
+MODULES = (context, memories, episodes, soul, environments, lifecycle, extraction, sessions)
 
 
 def register_all(server: MCPServer[Any], binding: Binding) -> None:

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from pydantic import BaseModel, Field
 
-from engram.accounts import Role
 from engram.lifecycle import WriteOutcome
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import DESTRUCTIVE, READ, UPDATE, WRITE, Environment, MemoryId, tool
@@ -110,8 +109,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         """Soft-delete a memory that is wrong or unwanted: it leaves search and context but
         restore_memory brings it back. Prefer update_memory or feedback for small corrections."""
         actor = b.current_actor()
-        deleted = b.engram.memories.delete_many([memory_id], actor, reason)
-        return deleted[0] if deleted else b.engram.memories.get(memory_id, actor, Role.WRITER)
+        return b.engram.memories.delete(memory_id, actor, reason)
 
     @tool(server, "Restore a memory", UPDATE)
     def restore_memory(

@@ -80,10 +80,6 @@ class PostgresAuditStore:
             with self._db.tx() as conn:
                 insert_audit(conn, entries)
 
-    def append_in(self, cur: Connection | Cursor, entries: Sequence[AuditEntry]) -> None:
-        """Append inside the caller's transaction (the memory store's writes)."""
-        insert_audit(cur, entries)
-
     def query(self, q: AuditQuery) -> list[AuditEntry]:
         cond: list[str] = []
         params: list[Any] = []

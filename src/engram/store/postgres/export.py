@@ -1,4 +1,4 @@
-"""The PostgreSQL side of :class:`engram.store.export.Exporter`."""
+"""The PostgreSQL side of :class:`engram.store.protocol.Exporter`."""
 
 from __future__ import annotations
 

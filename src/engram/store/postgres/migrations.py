@@ -354,7 +354,66 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "0012_memory_stamp",
+        "0014_capture",
+        (
+            # coding-agent sessions and their observations (engram.store.postgres.capture)
+            """CREATE TABLE capture_sessions (
+            id TEXT PRIMARY KEY,
+            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            cwd TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            started_at TIMESTAMPTZ NOT NULL,
+            last_event_at TIMESTAMPTZ NOT NULL,
+            ended_at TIMESTAMPTZ,
+            events INTEGER NOT NULL DEFAULT 0,
+            episode_id TEXT,
+            summarized_at TIMESTAMPTZ
+        )""",
+            "CREATE INDEX capture_sessions_env ON capture_sessions (environment_id, last_event_at)",
+            "CREATE INDEX capture_sessions_pending ON capture_sessions (last_event_at) "
+            "WHERE summarized_at IS NULL OR summarized_at < last_event_at",
+            """CREATE TABLE capture_observations (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            key TEXT NOT NULL UNIQUE,
+            session TEXT NOT NULL REFERENCES capture_sessions(id) ON DELETE CASCADE,
+            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            at TIMESTAMPTZ NOT NULL,
+            hook TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            tool TEXT NOT NULL DEFAULT '',
+            command TEXT NOT NULL DEFAULT '',
+            files TEXT NOT NULL DEFAULT '[]',
+            output TEXT NOT NULL DEFAULT '',
+            failed BOOLEAN NOT NULL DEFAULT false,
+            detail TEXT NOT NULL DEFAULT '',
+            tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text || ' ' || tool || ' ' ||
+                command || ' ' || output)) STORED
+        )""",
+            "CREATE INDEX capture_observations_session ON capture_observations (session, seq)",
+            "CREATE INDEX capture_observations_env ON capture_observations (environment_id)",
+            "CREATE INDEX capture_observations_tsv ON capture_observations USING gin (tsv) "
+            "WITH (fastupdate = off)",
+        ),
+    ),
+    Migration(
+        "0015_import_keys",
+        (
+            # what each import brought into an environment, by the item's key in its export
+            """CREATE TABLE import_keys (
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                key TEXT NOT NULL,
+                target TEXT NOT NULL,
+                PRIMARY KEY (environment_id, key)
+            )""",
+            "CREATE INDEX import_keys_target ON import_keys (target)",
+        ),
+    ),
+    Migration(
+        "0016_memory_stamp",
         (
             "CREATE TABLE memory_stamp (id SMALLINT PRIMARY KEY, value BIGINT NOT NULL)",
             "INSERT INTO memory_stamp (id, value) VALUES (1, 0)",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engram.store.accounts import Audit
+from engram.store.postgres.audit import insert_audit
 from engram.store.postgres.db import PostgresDatabase, retried
 from engram.store.providers import ProviderRecord
 
@@ -30,9 +32,10 @@ class PostgresProviderStore:
         self._db = db
 
     @retried
-    def put_provider(self, record: ProviderRecord) -> None:
+    def put_provider(self, record: ProviderRecord, audit: Audit = ()) -> None:
         r = record
         with self._db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 f"INSERT INTO llm_providers ({_COLS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, "
@@ -55,6 +58,9 @@ class PostgresProviderStore:
         return [_record(r) for r in rows]
 
     @retried
-    def delete_provider(self, name: str) -> bool:
+    def delete_provider(self, name: str, audit: Audit = ()) -> bool:
         with self._db.tx() as conn:
-            return conn.execute("DELETE FROM llm_providers WHERE name = %s", (name,)).rowcount == 1
+            if conn.execute("DELETE FROM llm_providers WHERE name = %s", (name,)).rowcount != 1:
+                return False
+            insert_audit(conn, audit)
+            return True

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.store.accounts import Audit
+from engram.store.postgres.audit import insert_audit
 from engram.store.postgres.db import PostgresDatabase, retried
 
 _COLS = (
@@ -25,8 +27,9 @@ class PostgresReviewStore:
         self._db = db
 
     @retried
-    def put_review(self, item: ReviewItem) -> None:
+    def put_review(self, item: ReviewItem, audit: Audit = ()) -> None:
         with self._db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 f"INSERT INTO review_items ({_COLS}) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "

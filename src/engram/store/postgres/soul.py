@@ -12,6 +12,8 @@ from typing import Any
 
 from engram.errors import Conflict
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
+from engram.store.accounts import Audit
+from engram.store.postgres.audit import insert_audit
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
 
 _COLS = (
@@ -99,8 +101,10 @@ class PostgresSoulStore:
         owner: str,
         changes: Sequence[SoulBlockVersion],
         snapshot: SoulSnapshot | None = None,
+        audit: Audit = (),
     ) -> None:
         with self._db.tx() as conn:
+            insert_audit(conn, audit)
             if snapshot is not None:
                 conn.execute(
                     f"INSERT INTO soul_snapshots ({_SNAPSHOT_COLS}) "

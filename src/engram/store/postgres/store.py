@@ -3,8 +3,8 @@
 Writes are transactions on pooled connections (PostgreSQL handles concurrent writers); reads
 run in autocommit. Keyword search uses an english ``tsvector`` generated from each memory's
 keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rarest first (see
-:mod:`.keywords`); vector search uses pgvector HNSW indexes (see :mod:`.vectors`). Sub-stores
-are found by :mod:`.substores`.
+:mod:`.keywords`); vector search uses pgvector HNSW indexes (see :mod:`.vectors`). Each sub-store
+(accounts, audit, Soul, ...) lives in its own module over the same :class:`PostgresDatabase`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,24 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
 
 from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL
-from engram.store.postgres import keywords, substores, vectors
+from engram.store.postgres import keywords, vectors
+from engram.store.postgres.accounts import PostgresAccountStore
+from engram.store.postgres.audit import PostgresAuditStore, insert_audit
+from engram.store.postgres.capture import PostgresCaptureStore
+from engram.store.postgres.conversations import PostgresConversationStore
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
+from engram.store.postgres.export import PostgresExporter
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
+from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
+from engram.store.postgres.providers import PostgresProviderStore
+from engram.store.postgres.reviews import PostgresReviewStore
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
     ROWS,
@@ -34,6 +41,7 @@ from engram.store.postgres.rows import (
     memory_select,
     where,
 )
+from engram.store.postgres.soul import PostgresSoulStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -68,13 +76,16 @@ class PostgresStore:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url
         self.db = PostgresDatabase(url, min_size=min_size, max_size=max_size)
-        self.accounts: Any = substores.build("accounts", self.db)
-        self.audit: Any = substores.build("audit", self.db)
-        self.soul: Any = substores.build("soul", self.db)
-        self.reviews: Any = substores.build("reviews", self.db)
-        self.conversations: Any = substores.build("conversations", self.db)
-        self.providers: Any = substores.build("providers", self.db)
+        self.accounts = PostgresAccountStore(self.db)
+        self.audit = PostgresAuditStore(self.db)
+        self.soul = PostgresSoulStore(self.db)
+        self.reviews = PostgresReviewStore(self.db)
+        self.conversations = PostgresConversationStore(self.db)
+        self.providers = PostgresProviderStore(self.db)
+        self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
+        self.capture = PostgresCaptureStore(self.db)
+        self.imports = PostgresImportLedger(self.db)
         self._term_frequencies = keywords.TermFrequencies()
 
     def close(self) -> None:
@@ -90,10 +101,11 @@ class PostgresStore:
 
     # -- environments ------------------------------------------------------------------------
     @retried
-    def create_environment(self, env: Environment) -> None:
+    def create_environment(self, env: Environment, audit: Sequence[AuditEntry] = ()) -> None:
         from psycopg.types.json import Jsonb
 
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 f"INSERT INTO environments ({ENVIRONMENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
                 (env.id, env.name, env.owner, env.description, env.created_at, Jsonb(env.metadata)),
@@ -123,8 +135,9 @@ class PostgresStore:
         return [environment_from_row(r) for r in rows]
 
     @retried
-    def delete_environment(self, env_id: str) -> None:
+    def delete_environment(self, env_id: str, audit: Sequence[AuditEntry] = ()) -> None:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             ids = [
                 r[0]
                 for r in conn.execute(
@@ -140,8 +153,7 @@ class PostgresStore:
         if not changes:
             return
         with self.db.tx() as conn, conn.cursor() as cur:
-            if audit:
-                self.audit.append_in(cur, audit)
+            insert_audit(cur, audit)
             cur.executemany(_UPSERT, [memory_params(c.memory) for c in changes])
             cur.executemany(
                 "INSERT INTO memory_versions "
@@ -232,8 +244,9 @@ class PostgresStore:
             )
 
     @retried
-    def purge(self, memory_ids: Sequence[str]) -> int:
+    def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             return _purge_in(conn, list(memory_ids))
 
     # -- search ------------------------------------------------------------------------------

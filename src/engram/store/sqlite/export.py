@@ -1,4 +1,4 @@
-"""The SQLite side of :class:`engram.store.export.Exporter`."""
+"""The SQLite side of :class:`engram.store.protocol.Exporter`."""
 
 from __future__ import annotations
 

@@ -354,7 +354,72 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "0016_memory_stamp",
+        "0018_capture",
+        (
+            # coding-agent sessions and their observations (engram.store.sqlite.capture)
+            """CREATE TABLE capture_sessions (
+            id TEXT PRIMARY KEY,
+            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            cwd TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            started_at REAL NOT NULL,
+            last_event_at REAL NOT NULL,
+            ended_at REAL,
+            events INTEGER NOT NULL DEFAULT 0,
+            episode_id TEXT,
+            summarized_at REAL
+        )""",
+            "CREATE INDEX capture_sessions_env ON capture_sessions (environment_id, last_event_at)",
+            # the idle sweep's question: sessions with events after their last summary
+            "CREATE INDEX capture_sessions_pending ON capture_sessions (last_event_at) "
+            "WHERE summarized_at IS NULL OR summarized_at < last_event_at",
+            """CREATE TABLE capture_observations (
+            seq INTEGER PRIMARY KEY,
+            key TEXT NOT NULL UNIQUE,
+            session TEXT NOT NULL REFERENCES capture_sessions(id) ON DELETE CASCADE,
+            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+            agent TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            at REAL NOT NULL,
+            hook TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL DEFAULT '',
+            tool TEXT NOT NULL DEFAULT '',
+            command TEXT NOT NULL DEFAULT '',
+            files TEXT NOT NULL DEFAULT '[]',
+            output TEXT NOT NULL DEFAULT '',
+            failed INTEGER NOT NULL DEFAULT 0,
+            detail TEXT NOT NULL DEFAULT ''
+        )""",
+            "CREATE INDEX capture_observations_session ON capture_observations (session, seq)",
+            "CREATE INDEX capture_observations_env ON capture_observations (environment_id)",
+            "CREATE VIRTUAL TABLE capture_fts USING fts5(text, tool, command, files, output, "
+            "content='capture_observations', content_rowid='seq', tokenize='porter unicode61')",
+            "CREATE TRIGGER capture_fts_insert AFTER INSERT ON capture_observations BEGIN "
+            "INSERT INTO capture_fts (rowid, text, tool, command, files, output) "
+            "VALUES (new.seq, new.text, new.tool, new.command, new.files, new.output); END",
+            "CREATE TRIGGER capture_fts_delete AFTER DELETE ON capture_observations BEGIN "
+            "INSERT INTO capture_fts (capture_fts, rowid, text, tool, command, files, output) "
+            "VALUES ('delete', old.seq, old.text, old.tool, old.command, old.files, old.output); "
+            "END",
+        ),
+    ),
+    Migration(
+        "0019_import_keys",
+        (
+            # what each import brought into an environment, by the item's key in its export
+            """CREATE TABLE import_keys (
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                key TEXT NOT NULL,
+                target TEXT NOT NULL,
+                PRIMARY KEY (environment_id, key)
+            )""",
+            "CREATE INDEX import_keys_target ON import_keys (target)",
+        ),
+    ),
+    Migration(
+        "0020_memory_stamp",
         ("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('memory_stamp', 0)",),
     ),
 )

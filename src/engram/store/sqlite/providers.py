@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.store.accounts import Audit
 from engram.store.providers import ProviderRecord
+from engram.store.sqlite.audit import insert_audit
 from engram.store.sqlite.db import SQLiteDatabase
 
 _COLS = "name, kind, base_url, model, api_key, timeout, created_at"
@@ -30,9 +32,10 @@ class SQLiteProviderStore:
     def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
-    def put_provider(self, record: ProviderRecord) -> None:
+    def put_provider(self, record: ProviderRecord, audit: Audit = ()) -> None:
         r = record
         with self._db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 f"INSERT OR REPLACE INTO llm_providers ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -58,6 +61,9 @@ class SQLiteProviderStore:
         rows = self._db.reader().execute(f"SELECT {_COLS} FROM llm_providers ORDER BY name")
         return [_record(r) for r in rows]
 
-    def delete_provider(self, name: str) -> bool:
+    def delete_provider(self, name: str, audit: Audit = ()) -> bool:
         with self._db.tx() as conn:
-            return conn.execute("DELETE FROM llm_providers WHERE name = ?", (name,)).rowcount == 1
+            if conn.execute("DELETE FROM llm_providers WHERE name = ?", (name,)).rowcount != 1:
+                return False
+            insert_audit(conn, audit)
+            return True

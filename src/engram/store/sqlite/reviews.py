@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
+from engram.store.accounts import Audit
+from engram.store.sqlite.audit import insert_audit
 
 if TYPE_CHECKING:
     from engram.store.sqlite.db import SQLiteDatabase
@@ -39,8 +41,9 @@ class SQLiteReviewStore:
     def __init__(self, db: SQLiteDatabase) -> None:
         self._db = db
 
-    def put_review(self, item: ReviewItem) -> None:
+    def put_review(self, item: ReviewItem, audit: Audit = ()) -> None:
         with self._db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 f"INSERT INTO review_items ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "

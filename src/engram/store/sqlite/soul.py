@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from engram.errors import Conflict
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
+from engram.store.accounts import Audit
+from engram.store.sqlite.audit import insert_audit
 from engram.store.sqlite.rows import dt, ts
 
 if TYPE_CHECKING:
@@ -102,8 +104,10 @@ class SQLiteSoulStore:
         owner: str,
         changes: Sequence[SoulBlockVersion],
         snapshot: SoulSnapshot | None = None,
+        audit: Audit = (),
     ) -> None:
         with self._db.tx() as conn:
+            insert_audit(conn, audit)
             if snapshot is not None:
                 conn.execute(
                     f"INSERT INTO soul_snapshots ({_SNAPSHOT_COLS}) "

@@ -33,8 +33,12 @@ from engram.store.protocol import (
 from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
+from engram.store.sqlite.capture import SQLiteCaptureStore
+from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
+from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
+from engram.store.sqlite.imports import SQLiteImportLedger
 from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
@@ -88,7 +92,11 @@ class SQLiteStore:
         self.reviews = SQLiteReviewStore(self.db)
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
+        self.conversations = SQLiteConversationStore(self.db)
+        self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
+        self.capture = SQLiteCaptureStore(self.db)
+        self.imports = SQLiteImportLedger(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self.db, name)
@@ -100,8 +108,9 @@ class SQLiteStore:
         return self.db.applied_migrations()
 
     # -- environments ------------------------------------------------------------------------
-    def create_environment(self, env: Environment) -> None:
+    def create_environment(self, env: Environment, audit: Sequence[AuditEntry] = ()) -> None:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             conn.execute(
                 "INSERT INTO environments (id, name, owner, description, created_at, metadata) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -139,8 +148,9 @@ class SQLiteStore:
         rows = self.db.reader().execute(sql + " ORDER BY created_at, name", params).fetchall()
         return [environment_from_row(r) for r in rows]
 
-    def delete_environment(self, env_id: str) -> None:
+    def delete_environment(self, env_id: str, audit: Sequence[AuditEntry] = ()) -> None:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             ids = [
                 r[0]
                 for r in conn.execute("SELECT id FROM memories WHERE environment_id = ?", (env_id,))
@@ -305,8 +315,9 @@ class SQLiteStore:
                 [(at.timestamp(), i) for i in memory_ids],
             )
 
-    def purge(self, memory_ids: Sequence[str]) -> int:
+    def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
         with self.db.tx() as conn:
+            insert_audit(conn, audit)
             return self._purge_in(conn, list(memory_ids))
 
     def _purge_in(self, conn: sqlite3.Connection, ids: list[str]) -> int:

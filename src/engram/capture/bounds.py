@@ -1,0 +1,26 @@
+"""Bounding captured text: long bodies keep their head and their tail, where the question and
+the outcome usually are."""
+
+from __future__ import annotations
+
+PROMPT_BYTES = 16 * 1024
+"""Prompts, assistant messages and compaction summaries."""
+EXCERPT_BYTES = 2 * 1024
+"""Tool inputs and results."""
+
+
+def bound(text: str, limit: int) -> str:
+    """``text`` if it fits ``limit`` UTF-8 bytes, else its head and tail around a marker saying
+    how much was cut (the result fits ``limit``)."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    # the marker names at most len(data) bytes: its real length is no more than this
+    marker_len = len(f"\n…[{len(data)} bytes cut]…\n".encode())
+    keep = max(limit - marker_len, 0)
+    head_n = keep * 2 // 3
+    tail_n = keep - head_n
+    head = data[:head_n].decode("utf-8", "ignore")
+    tail = data[len(data) - tail_n :].decode("utf-8", "ignore") if tail_n else ""
+    cut = len(data) - len(head.encode()) - len(tail.encode())
+    return f"{head}\n…[{cut} bytes cut]…\n{tail}"

@@ -1,0 +1,127 @@
+"""One closed vocabulary of captured events, whatever agent fired them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class EventKind(StrEnum):
+    SESSION_START = "session_start"
+    PROMPT = "prompt"
+    TOOL_USE = "tool_use"
+    TOOL_RESULT = "tool_result"
+    COMPACTION = "compaction"
+    STOP = "stop"
+    SESSION_END = "session_end"
+    OTHER = "other"
+
+
+class Agent(StrEnum):
+    CLAUDE = "claude"
+    CODEX = "codex"
+    GEMINI = "gemini"
+    CURSOR = "cursor"
+    OPENCODE = "opencode"
+
+
+ENDING_KINDS = frozenset({EventKind.STOP, EventKind.SESSION_END})
+"""Events after which a session is summarised."""
+
+MAX_ID = 200
+_KEY = re.compile(r"^[A-Za-z0-9_.:-]{8,100}$")
+
+
+@dataclass(frozen=True)
+class Event:
+    """A captured event, already scrubbed and bounded (see :mod:`engram.capture.privacy`).
+
+    ``key`` is the idempotency key: the server stores an event once per key, however many
+    times it is delivered.
+    """
+
+    agent: Agent
+    kind: EventKind
+    session_id: str
+    cwd: str
+    at: str
+    """When it happened: ISO 8601 in UTC."""
+    key: str
+    hook: str = ""
+    """The agent's own event name (``PostToolUse``, ``AfterTool``, …)."""
+    project: str | None = None
+    """The project of ``cwd`` (its git root's name), the environment the session belongs to."""
+    text: str = ""
+    """The prompt, the assistant's last message or the compaction summary."""
+    tool: str = ""
+    command: str = ""
+    files: tuple[str, ...] = ()
+    output: str = ""
+    """An excerpt of the tool's input or result."""
+    failed: bool = False
+    detail: str = ""
+    """The start source or end reason."""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["agent"] = self.agent.value
+        data["kind"] = self.kind.value
+        data["files"] = list(self.files)
+        return data
+
+
+def validation_errors(data: Any) -> list[str]:
+    """What is wrong with one event as received over the wire (empty when it is valid)."""
+    if not isinstance(data, dict):
+        return ["an event must be a JSON object"]
+    errors: list[str] = []
+    for name in ("agent", "kind", "session_id", "cwd", "at", "key"):
+        if not isinstance(data.get(name), str) or not data[name]:
+            errors.append(f"'{name}' must be a non-empty string")
+    if errors:
+        return errors
+    if data["agent"] not in Agent.__members__.values():
+        errors.append(f"'agent' must be one of {', '.join(a.value for a in Agent)}")
+    if data["kind"] not in EventKind.__members__.values():
+        errors.append(f"'kind' must be one of {', '.join(k.value for k in EventKind)}")
+    if not _KEY.match(data["key"]):
+        errors.append("'key' must be 8-100 letters, digits or . _ : -")
+    if len(data["session_id"]) > MAX_ID:
+        errors.append(f"'session_id' is longer than {MAX_ID} characters")
+    files = data.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        errors.append("'files' must be a list of strings")
+    for name in ("hook", "text", "tool", "command", "output", "detail"):
+        if not isinstance(data.get(name, ""), str):
+            errors.append(f"'{name}' must be a string")
+    if data.get("project") is not None and not isinstance(data["project"], str):
+        errors.append("'project' must be a string or null")
+    return errors
+
+
+def from_dict(data: dict[str, Any]) -> Event:
+    """An event from its wire form; call :func:`validation_errors` first."""
+    return Event(
+        agent=Agent(data["agent"]),
+        kind=EventKind(data["kind"]),
+        session_id=data["session_id"],
+        cwd=data["cwd"],
+        at=data["at"],
+        key=data["key"],
+        hook=data.get("hook", ""),
+        project=data.get("project"),
+        text=data.get("text", ""),
+        tool=data.get("tool", ""),
+        command=data.get("command", ""),
+        files=tuple(data.get("files", ())),
+        output=data.get("output", ""),
+        failed=bool(data.get("failed", False)),
+        detail=data.get("detail", ""),
+        extra={str(k): str(v) for k, v in (data.get("extra") or {}).items()},
+    )

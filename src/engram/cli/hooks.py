@@ -1,0 +1,123 @@
+"""engram hooks install|uninstall|status|flush: wire coding agents' lifecycle hooks to Engram."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from engram.capture.events import Agent
+from engram.cli.common import state
+from engram.hooks import install as installer
+from engram.hooks.paths import hooks_dir
+from engram.hooks.spool import Spool
+
+app = typer.Typer(
+    help="Capture coding-agent sessions: wire Claude Code, Codex, Gemini CLI, Cursor and "
+    "OpenCode to Engram through their lifecycle hooks.",
+    no_args_is_help=True,
+)
+
+
+class AgentChoice(StrEnum):
+    CLAUDE = "claude"
+    CODEX = "codex"
+    GEMINI = "gemini"
+    CURSOR = "cursor"
+    OPENCODE = "opencode"
+    ALL = "all"
+
+
+_BINARIES = {
+    Agent.CLAUDE: "claude",
+    Agent.CODEX: "codex",
+    Agent.GEMINI: "gemini",
+    Agent.CURSOR: "cursor-agent",
+    Agent.OPENCODE: "opencode",
+}
+AgentOption = typer.Option(
+    "--agent",
+    "-a",
+    help="An agent (repeatable) or 'all'; default: the agents found (their config folder or "
+    "command exists).",
+)
+
+
+def _chosen(agents: list[AgentChoice] | None) -> list[Agent]:
+    if agents and AgentChoice.ALL in agents:
+        return list(Agent)
+    if agents:
+        return [Agent(a.value) for a in agents]
+    env = os.environ
+    found = [
+        a
+        for a in Agent
+        if installer.config_path(a, env).parent.exists() or shutil.which(_BINARIES[a])
+    ]
+    if not found:
+        raise typer.BadParameter("no coding agent found here; name one with --agent")
+    return found
+
+
+@app.command("install")
+def install_cmd(
+    ctx: typer.Context,
+    agent: Annotated[list[AgentChoice] | None, AgentOption] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(envvar="ENGRAM_URL", help="The Engram server (default 127.0.0.1:8765)."),
+    ] = None,
+) -> None:
+    """Add Engram's hooks to each agent's configuration (merged: other hooks are kept; the file
+    is backed up first). The hooks post to a running 'engram serve'; while it is down they
+    spool locally and deliver later."""
+    settings = {"ENGRAM_HOME": str(state(ctx).settings.home)}
+    if url:
+        settings["ENGRAM_URL"] = url
+    for a in _chosen(agent):
+        change = installer.install(a, os.environ, settings=settings)
+        backup = f" (backup: {change.backup})" if change.backup else ""
+        typer.echo(f"{a.value}: {change.action} {change.path}{backup}")
+
+
+@app.command("uninstall")
+def uninstall_cmd(agent: Annotated[list[AgentChoice] | None, AgentOption] = None) -> None:
+    """Remove Engram's hooks (only those; the file is backed up first)."""
+    for a in _chosen(agent):
+        change = installer.uninstall(a, os.environ)
+        backup = f" (backup: {change.backup})" if change.backup else ""
+        typer.echo(f"{a.value}: {change.action} {change.path}{backup}")
+
+
+@app.command("status")
+def status_cmd(
+    ctx: typer.Context, agent: Annotated[list[AgentChoice] | None, AgentOption] = None
+) -> None:
+    """Which agents' events are wired to Engram, how many events wait in the spool, and where
+    the spool and the hook log are."""
+    for a in _chosen(agent) if agent else list(Agent):
+        st = installer.status(a, os.environ)
+        wired = ", ".join(st.installed) if st.installed else "not installed"
+        typer.echo(f"{a.value}: {wired} ({st.path})")
+    directory = hooks_dir({"ENGRAM_HOME": str(state(ctx).settings.home)})
+    typer.echo(f"spool: {Spool(directory / 'spool').count()} events in {directory / 'spool'}")
+    typer.echo(f"log: {directory / 'hook.log'}")
+
+
+@app.command("flush")
+def flush_cmd(ctx: typer.Context) -> None:
+    """Deliver the spooled events to the server now (they are also sent with the next event
+    any hook captures)."""
+    from engram.hooks.client import flush
+
+    sent, left = flush({**os.environ, "ENGRAM_HOME": str(state(ctx).settings.home)})
+    typer.echo(f"delivered {sent} spooled events; {left} left")
+    if left:
+        raise typer.Exit(1)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="hooks")

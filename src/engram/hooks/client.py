@@ -1,0 +1,160 @@
+"""``engram-hook <agent>``: read the agent's hook payload on stdin, capture it, print the
+agent's output on stdout, exit 0 — always.
+
+The event is scrubbed and bounded here, before it leaves the machine, then posted to the
+server (``ENGRAM_URL``, default ``http://127.0.0.1:8765``) with any spooled events. When the
+server is down, slow or saturated (429) the event goes to the owner-only spool and is
+delivered with a later event. Session start waits for the server's context block and prints
+it in the agent's format. Any internal error prints the agent's valid empty output and is
+logged to ``<home>/hooks/hook.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engram.capture.adapters import kind_of, read_payload, render_output, to_event
+from engram.capture.events import Agent, EventKind
+from engram.capture.privacy import scrub
+from engram.capture.project import project_environment
+from engram.capture.repo import find_rules
+from engram.hooks.paths import engram_home, hooks_dir, private_dir
+from engram.hooks.spool import Spool
+from engram.hooks.wire import ServerUnavailable, post_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+EVENT_TIMEOUT_S = 1.0
+START_TIMEOUT_S = 3.0
+MAX_STDIN = 8 * 1024 * 1024
+
+
+def log(env: Mapping[str, str], message: str) -> None:
+    """Append one scrubbed line to the hook log (never raises)."""
+    try:
+        directory = private_dir(hooks_dir(env))
+        path = directory / "hook.log"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write(f"{stamp} {scrub(message)[:2000]}\n")
+    except Exception:
+        pass
+
+
+def _token(env: Mapping[str, str]) -> str:
+    token = env.get("ENGRAM_TOKEN", "").strip()
+    if token:
+        return token
+    try:
+        return (engram_home(env) / "token").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def post(env: Mapping[str, str], path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    return post_json(env.get("ENGRAM_URL") or DEFAULT_URL, path, body, _token(env), timeout)
+
+
+def _now(payload: Mapping[str, Any]) -> str:
+    stamp = payload.get("timestamp")
+    if isinstance(stamp, str) and stamp:
+        return stamp
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """Capture one payload; return what the hook prints."""
+    raw = read_payload(agent, payload)
+    kind = kind_of(agent, raw.hook)
+    empty = render_output(agent, raw.hook)
+    mode = env.get("ENGRAM_CAPTURE", "on").strip().lower()
+    cwd = Path(raw.cwd or os.getcwd())
+    rules = find_rules(cwd)
+    if not rules.captures(mode):
+        return empty
+    project = env.get("ENGRAM_ENV") or project_environment(cwd)
+    key = f"{agent.value}-{os.urandom(16).hex()}"
+    event = to_event(agent, raw, at=_now(payload), key=key, cwd=str(cwd), project=project)
+    if rules.ignores(event):
+        return empty
+    spool = Spool(hooks_dir(env) / "spool")
+    spooled = spool.take()
+    events = [event.to_dict(), *(e for _, e in spooled)]
+    starting = kind is EventKind.SESSION_START
+    recalling = kind is EventKind.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on")
+    try:
+        if starting:
+            body: dict[str, Any] = {"events": events}
+            if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
+                body["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
+            answer = post(env, "/api/v1/capture/session-start", body, START_TIMEOUT_S)
+        elif recalling:
+            answer = post(env, "/api/v1/capture/prompt", {"events": events}, START_TIMEOUT_S)
+        else:
+            timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
+            answer = post(env, "/api/v1/capture/events", {"events": events}, timeout)
+    except ServerUnavailable as exc:
+        if not spool.put(events[0]):
+            log(env, f"spool full: dropped a {kind.value} event of {agent.value}")
+        log(env, f"{agent.value} {raw.hook}: spooled ({exc})")
+        return empty
+    spool.delivered([path for path, _ in spooled])
+    context = answer.get("context")
+    return render_output(agent, raw.hook, context if isinstance(context, str) else "")
+
+
+def flush(env: Mapping[str, str]) -> tuple[int, int]:
+    """Deliver the spool in batches; returns (delivered, left)."""
+    spool = Spool(hooks_dir(env) / "spool")
+    sent = 0
+    while True:
+        batch = spool.take()
+        if not batch:
+            return sent, 0
+        try:
+            post(env, "/api/v1/capture/events", {"events": [e for _, e in batch]}, 10.0)
+        except ServerUnavailable as exc:
+            log(env, f"flush: {exc}")
+            return sent, spool.count()
+        spool.delivered([p for p, _ in batch])
+        sent += len(batch)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    env = os.environ
+    started = time.perf_counter()
+    agent: Agent | None = None
+    hook = ""
+    try:
+        agent = Agent(args[0]) if args else None
+        if agent is None:
+            raise ValueError(f"usage: engram-hook <{'|'.join(a.value for a in Agent)}>")
+        data = sys.stdin.buffer.read(MAX_STDIN)
+        payload = json.loads(data or b"{}")
+        if not isinstance(payload, dict):
+            raise ValueError("the hook payload is not a JSON object")
+        hook = str(payload.get("hook_event_name") or "")
+        out = handle(agent, payload, env)
+    except Exception as exc:  # a hook must never hurt the agent
+        log(env, f"{args[:1]} {hook}: {type(exc).__name__}: {exc}")
+        out = render_output(agent, hook) if agent is not None else "{}"
+    sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+    if env.get("ENGRAM_HOOK_DEBUG"):
+        log(env, f"{args[:1]} {hook}: {1000 * (time.perf_counter() - started):.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,550 @@
+"""Coding-agent sessions: events captured by the hooks become observations (stored once per
+idempotency key, searchable), each session becomes an episode without an LLM when it stops,
+ends or goes idle, and a new session starts with one bounded block of what matters.
+
+Ingest is a group commit: concurrent requests queue their events and one writer thread stores
+every queued batch in one transaction, then answers them all, so a request is answered once its
+events are durable and throughput grows with concurrency. Past ``max_pending`` queued events a
+request is refused at once (:class:`Saturated`, HTTP 429): the hook spools and retries later
+instead of waiting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engram.accounts import Role
+from engram.actors import Actor
+from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
+from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
+from engram.capture.summary import SessionSummary, summarize
+from engram.clock import Clock
+from engram.errors import EngramError, InvalidInput, NotFound, Saturated
+from engram.models import (
+    EpisodeDetails,
+    Layer,
+    Memory,
+    MemoryFilter,
+    MemoryPatch,
+    NewMemory,
+    Source,
+)
+from engram.service.briefing import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_RECALL_TOKENS,
+    MAX_CONTEXT_TOKENS,
+    RECALL_FLOOR,
+    Briefing,
+    RecallFn,
+    SoulFn,
+)
+from engram.service.environments import EnvironmentService
+from engram.service.memories import MemoryService
+from engram.store import Store
+from engram.store.capture import CapturedSession, Observation, SessionTouch
+
+log = logging.getLogger("engram.capture")
+RememberFn = Callable[[NewMemory, Actor, str], object]
+"""Stores a fact with the lifecycle's dedup and contradiction rules."""
+
+MAX_EVENTS_PER_REQUEST = 500
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    stored: int
+    duplicates: int
+    sessions: list[str] = field(default_factory=list)
+    """Engram's ids of the sessions the events belong to."""
+
+
+@dataclass
+class _Pending:
+    observations: list[Observation]
+    touches: list[SessionTouch]
+    ending: set[str]
+    future: Future[IngestResult]
+
+
+def session_key(environment_id: str, agent: str, session_id: str) -> str:
+    digest = hashlib.sha256(f"{environment_id}\0{agent}\0{session_id}".encode()).hexdigest()
+    return f"ses_{digest[:24]}"
+
+
+def _parse_at(value: str, fallback: datetime) -> datetime:
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return fallback
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+class CaptureService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        memories: MemoryService,
+        *,
+        soul: SoulFn | None = None,
+        recall: RecallFn | None = None,
+        remember: RememberFn | None = None,
+        max_pending: int = 20_000,
+        idle_after: timedelta = timedelta(minutes=15),
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._envs = environments
+        self._memories = memories
+        self._remember = remember
+        self.briefing = Briefing(store, environments, self._summarize_quietly, soul, recall)
+        self.max_pending = max_pending
+        self.idle_after = idle_after
+        self._lock = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._queued_events = 0
+        self._to_summarize: set[str] = set()
+        self._summarizing = 0
+        self._stopping = False
+        self._writer: threading.Thread | None = None
+        self._summarizer: threading.Thread | None = None
+        self._env_cache: dict[tuple[str, str], str] = {}
+
+    # -- ingest ------------------------------------------------------------------------------
+    def _environment_id(self, project: str | None, actor: Actor) -> str:
+        """The environment of a project (created on first use), else the actor's default."""
+        cache_key = (actor.user_id, project or "")
+        cached = self._env_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        if project is None:
+            env = self._envs.resolve(None, actor, Role.WRITER)
+        else:
+            try:
+                env = self._envs.resolve(project, actor, Role.WRITER)
+            except NotFound:
+                try:
+                    env = self._envs.create(project, actor, f"The project {project}")
+                except EngramError:  # created meanwhile by a concurrent request
+                    env = self._envs.resolve(project, actor, Role.WRITER)
+        self._env_cache[cache_key] = env.id
+        return env.id
+
+    def prepare(self, raw: Sequence[Any], actor: Actor) -> _Pending:
+        """Validate the wire events and resolve their environments (nothing stored yet)."""
+        if not isinstance(raw, list) or not raw:
+            raise InvalidInput("'events' must be a non-empty list", field="events")
+        if len(raw) > MAX_EVENTS_PER_REQUEST:
+            raise InvalidInput(
+                f"at most {MAX_EVENTS_PER_REQUEST} events per request, got {len(raw)}",
+                field="events",
+            )
+        events: list[Event] = []
+        for i, item in enumerate(raw):
+            errors = validation_errors(item)
+            if errors:
+                raise InvalidInput(f"events[{i}]: " + "; ".join(errors), field=f"events[{i}]")
+            events.append(from_dict(item))
+        now = self._clock()
+        touches: dict[str, SessionTouch] = {}
+        observations: list[Observation] = []
+        ending: set[str] = set()
+        for ev in events:
+            env_id = self._environment_id(ev.project, actor)
+            sid = session_key(env_id, ev.agent.value, ev.session_id)
+            at = _parse_at(ev.at, now)
+            title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
+            ended = at if ev.kind is EventKind.SESSION_END else None
+            old = touches.get(sid)
+            if old is None:
+                touches[sid] = SessionTouch(
+                    sid, env_id, ev.agent.value, ev.session_id, ev.cwd, at, at, ended, title
+                )
+            else:
+                touches[sid] = SessionTouch(
+                    sid,
+                    env_id,
+                    old.agent,
+                    old.session_id,
+                    old.cwd or ev.cwd,
+                    min(old.first_at, at),
+                    max(old.last_at, at),
+                    ended or old.ended_at,
+                    old.title or title,
+                )
+            if ev.kind in ENDING_KINDS:
+                ending.add(sid)
+            observations.append(
+                Observation(
+                    key=ev.key,
+                    session=sid,
+                    environment_id=env_id,
+                    agent=ev.agent.value,
+                    kind=ev.kind.value,
+                    at=at,
+                    hook=ev.hook[:100],
+                    text=bound(ev.text, PROMPT_BYTES),
+                    tool=ev.tool[:200],
+                    command=bound(ev.command, EXCERPT_BYTES),
+                    files=tuple(f[:1024] for f in ev.files[:50]),
+                    output=bound(ev.output, EXCERPT_BYTES),
+                    failed=ev.failed,
+                    detail=ev.detail[:200],
+                )
+            )
+        return _Pending(observations, list(touches.values()), ending, Future())
+
+    def ingest(self, raw: Sequence[Any], actor: Actor) -> IngestResult:
+        """Store the events now (in this thread); sessions that stopped are summarised in the
+        background."""
+        pending = self.prepare(raw, actor)
+        stored = self._store.capture.add_observations(pending.touches, pending.observations)
+        self._schedule(pending.ending)
+        return self._result(pending, set(stored))
+
+    def submit(self, raw: Sequence[Any], actor: Actor) -> Future[IngestResult]:
+        """Queue the events for the group-commit writer; the future resolves once they are
+        stored. :class:`Saturated` at once when too many events wait."""
+        pending = self.prepare(raw, actor)
+        with self._lock:
+            if self._stopping:
+                raise Saturated("the server is shutting down")
+            if self._queued_events + len(pending.observations) > self.max_pending:
+                raise Saturated(
+                    f"{self._queued_events} captured events are waiting to be stored; retry later"
+                )
+            self._queue.append(pending)
+            self._queued_events += len(pending.observations)
+            self._start_threads()
+            self._lock.notify_all()
+        return pending.future
+
+    @staticmethod
+    def _result(pending: _Pending, stored: set[str]) -> IngestResult:
+        n = sum(1 for o in pending.observations if o.key in stored)
+        return IngestResult(n, len(pending.observations) - n, sorted(t.id for t in pending.touches))
+
+    def _start_threads(self) -> None:
+        if self._writer is None:
+            self._writer = threading.Thread(
+                target=self._write_loop, name="engram-capture-writer", daemon=True
+            )
+            self._writer.start()
+        if self._summarizer is None:
+            self._summarizer = threading.Thread(
+                target=self._summarize_loop, name="engram-capture-summaries", daemon=True
+            )
+            self._summarizer.start()
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._stopping:
+                    self._lock.wait()
+                if not self._queue:
+                    return
+                batch, self._queue = self._queue, []
+            try:
+                self._write_batch(batch)
+            finally:
+                with self._lock:
+                    self._queued_events -= sum(len(p.observations) for p in batch)
+
+    def _write_batch(self, batch: list[_Pending]) -> None:
+        touches: dict[str, SessionTouch] = {}
+        for p in batch:
+            for t in p.touches:
+                old = touches.get(t.id)
+                touches[t.id] = t if old is None else _merge_touch(old, t)
+        observations = [o for p in batch for o in p.observations]
+        try:
+            stored = set(self._store.capture.add_observations(list(touches.values()), observations))
+        except Exception as exc:
+            # an environment deleted under the cache, say: forget the cache, and retry each
+            # request alone so that one bad request does not fail the others
+            self._env_cache.clear()
+            if len(batch) > 1:
+                for p in batch:
+                    self._write_batch([p])
+                return
+            log.warning("capture write failed: %s", exc)
+            batch[0].future.set_exception(exc)
+            return
+        ending: set[str] = set()
+        for p in batch:
+            ending |= p.ending
+            p.future.set_result(self._result(p, stored))
+        self._schedule(ending)
+
+    # -- summaries ---------------------------------------------------------------------------
+    def _schedule(self, sessions: set[str]) -> None:
+        if not sessions:
+            return
+        with self._lock:
+            self._to_summarize |= sessions
+            self._start_threads()
+            self._lock.notify_all()
+
+    def _summarize_loop(self) -> None:
+        sweep_every = max(min(self.idle_after.total_seconds() / 4, 60.0), 0.05)
+        last_sweep = 0.0
+        while True:
+            with self._lock:
+                if not self._to_summarize and not self._stopping:
+                    self._lock.wait(timeout=sweep_every)
+                if self._stopping:
+                    return
+                todo, self._to_summarize = self._to_summarize, set()
+                self._summarizing = len(todo)
+            for sid in sorted(todo):
+                self._summarize_quietly(sid)
+            with self._lock:
+                self._summarizing = 0
+            now = self._clock().timestamp()
+            if now - last_sweep >= sweep_every:
+                last_sweep = now
+                try:
+                    self.sweep_idle()
+                except EngramError as exc:  # e.g. the store closed under a forgotten service
+                    log.warning("idle sweep failed: %s", exc.message)
+
+    def _summarize_quietly(self, sid: str) -> None:
+        try:
+            self.summarize_session(sid)
+        except Exception:
+            log.exception("summarising a captured session failed", extra={"session": sid})
+
+    def sweep_idle(self) -> int:
+        """Summarise the sessions idle for ``idle_after`` that have unsummarised events (some
+        agents never say a session ended); returns how many."""
+        idle = self._store.capture.unsummarized(self._clock() - self.idle_after, limit=100)
+        for session in idle:
+            self._summarize_quietly(session.id)
+        return len(idle)
+
+    def summarize_session(self, sid: str) -> Memory | None:
+        """Write (or bring up to date) the episode of a captured session; None when the session
+        has nothing to summarise yet."""
+        session = self._store.capture.get_session(sid)
+        if session is None:
+            raise NotFound(f"no captured session {sid}")
+        observations = self._store.capture.observations(sid, limit=5000)
+        summary = summarize(observations, session.cwd)
+        now = self._clock()
+        if summary.empty:
+            return None
+        env = self._store.get_environment(session.environment_id)
+        if env is None:
+            return None
+        actor = Actor(env.owner, "capture")
+        content = summary.render(session.agent)
+        details = EpisodeDetails(
+            period_start=summary.started,
+            period_end=max(summary.ended or now, summary.started or now),
+            agent=session.agent,
+            session_id=session.session_id,
+            key_decisions=summary.decisions,
+            open_questions=summary.open_questions,
+        )
+        metadata = {
+            "capture_session": sid,
+            "observations": len(observations),
+            "summary": _summary_meta(summary),
+        }
+        episode: Memory | None = None
+        if session.episode_id is not None:
+            try:
+                episode = self._memories.update(
+                    session.episode_id,
+                    MemoryPatch(content=content, episode=details, metadata=metadata),
+                    actor,
+                    reason="the session went on",
+                )
+            except NotFound:
+                episode = None
+        if episode is None:
+            episode = self._memories.add(
+                NewMemory(
+                    layer=Layer.EPISODE,
+                    content=content,
+                    category="session",
+                    tags=["session", session.agent],
+                    importance=0.5,
+                    source=Source.AGENT,
+                    author=session.agent,
+                    metadata=metadata,
+                    episode=details,
+                    thread=session.session_id[:200],
+                ),
+                actor,
+                env.id,
+            )
+            self._remember_preferences(summary, actor, env.id)
+        self._store.capture.set_episode(sid, episode.id, session.last_event_at)
+        return episode
+
+    def _remember_preferences(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
+        """Rules the user stated in their prompts become preference facts, through the
+        lifecycle when there is one (the same rule said again is merged, a changed one
+        supersedes the old), else once per exact wording."""
+        for sentence in summary.preferences:
+            new = NewMemory(
+                content=sentence,
+                category="preference",
+                tags=["session"],
+                importance=0.7,
+                source=Source.EXTRACTED,
+            )
+            if self._remember is not None:
+                self._remember(new, actor, env_id)
+                continue
+            existing = self._store.list_memories(
+                MemoryFilter(environment_ids=[env_id], categories=["preference"]), limit=200
+            )
+            if not any(m.content == sentence for m in existing):
+                self._memories.add(new, actor, env_id)
+
+    # -- reads -------------------------------------------------------------------------------
+    def _env_ids(self, actor: Actor, environment: str | None) -> list[str]:
+        return [self._envs.resolve(environment, actor).id]
+
+    def list_sessions(
+        self, actor: Actor, environment: str | None = None, *, limit: int = 20
+    ) -> list[CapturedSession]:
+        if not 1 <= limit <= 200:
+            raise InvalidInput(f"limit must be between 1 and 200, got {limit}", field="limit")
+        return self._store.capture.list_sessions(self._env_ids(actor, environment), limit=limit)
+
+    def get_session(self, actor: Actor, sid: str) -> CapturedSession:
+        session = self._store.capture.get_session(sid)
+        if session is None:
+            raise NotFound(f"no captured session {sid}")
+        self._envs.resolve(session.environment_id, actor)  # visible to this actor, or NotFound
+        return session
+
+    def observations(
+        self, actor: Actor, sid: str, *, limit: int = 200, after: int = 0
+    ) -> list[Observation]:
+        if not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit must be between 1 and 1000, got {limit}", field="limit")
+        self.get_session(actor, sid)
+        return self._store.capture.observations(sid, limit=limit, after=after)
+
+    def search(
+        self, actor: Actor, query: str, environment: str | None = None, *, limit: int = 20
+    ) -> list[Observation]:
+        if not query.strip():
+            raise InvalidInput("the query is empty", field="query")
+        if not 1 <= limit <= 200:
+            raise InvalidInput(f"limit must be between 1 and 200, got {limit}", field="limit")
+        env_ids = self._env_ids(actor, environment)
+        return self._store.capture.search_observations(env_ids, query, limit=limit)
+
+    # -- session start -----------------------------------------------------------------------
+    def session_start(
+        self, raw: Sequence[Any], actor: Actor, *, max_tokens: int = DEFAULT_CONTEXT_TOKENS
+    ) -> tuple[IngestResult, str]:
+        """Store the events and return the context block for the session that starts."""
+        if not 100 <= max_tokens <= MAX_CONTEXT_TOKENS:
+            raise InvalidInput(
+                f"max_tokens must be between 100 and {MAX_CONTEXT_TOKENS}, got {max_tokens}",
+                field="max_tokens",
+            )
+        pending = self.prepare(raw, actor)
+        start = next(
+            (o for o in pending.observations if o.kind == EventKind.SESSION_START.value), None
+        )
+        if start is None:
+            raise InvalidInput("no session_start event among the events", field="events")
+        stored = self._store.capture.add_observations(pending.touches, pending.observations)
+        self._schedule(pending.ending)
+        block = self.briefing.block(actor, start.environment_id, start.session, max_tokens)
+        return self._result(pending, set(stored)), block
+
+    def prompt_recall(
+        self,
+        raw: Sequence[Any],
+        actor: Actor,
+        *,
+        max_tokens: int = DEFAULT_RECALL_TOKENS,
+        floor: float = RECALL_FLOOR,
+    ) -> tuple[IngestResult, str]:
+        """Store a prompt's events and return the memories relevant to it that this session
+        has not been shown yet (above ``floor``, at most ``max_tokens``; '' when none)."""
+        if not 50 <= max_tokens <= MAX_CONTEXT_TOKENS:
+            raise InvalidInput(
+                f"max_tokens must be between 50 and {MAX_CONTEXT_TOKENS}, got {max_tokens}",
+                field="max_tokens",
+            )
+        pending = self.prepare(raw, actor)
+        prompt = next((o for o in pending.observations if o.kind == EventKind.PROMPT.value), None)
+        if prompt is None:
+            raise InvalidInput("no prompt event among the events", field="events")
+        stored = self._store.capture.add_observations(pending.touches, pending.observations)
+        block = self.briefing.for_prompt(actor, prompt, max_tokens, floor)
+        return self._result(pending, set(stored)), block
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def drain(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued event is stored and every scheduled summary written."""
+        deadline = self._clock().timestamp() + timeout
+        while self._clock().timestamp() < deadline:
+            with self._lock:
+                idle = not (self._queue or self._to_summarize or self._summarizing)
+                if idle and self._queued_events == 0:
+                    return True
+            threading.Event().wait(0.02)
+        return False
+
+    def stop(self) -> None:
+        """Store what is queued, then stop the threads."""
+        with self._lock:
+            self._stopping = True
+            self._lock.notify_all()
+        for thread in (self._writer, self._summarizer):
+            if thread is not None:
+                thread.join(timeout=30)
+        self._writer = self._summarizer = None
+
+
+def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:
+    return SessionTouch(
+        a.id,
+        a.environment_id,
+        a.agent,
+        a.session_id,
+        a.cwd or b.cwd,
+        min(a.first_at, b.first_at),
+        max(a.last_at, b.last_at),
+        b.ended_at or a.ended_at,
+        a.title or b.title,
+    )
+
+
+def _summary_meta(summary: SessionSummary) -> dict[str, Any]:
+    return {
+        "title": summary.title,
+        "files": summary.files,
+        "commands": summary.commands,
+        "failures": summary.failures,
+        "next_steps": summary.next_steps,
+        "open_questions": summary.open_questions,
+        "outcome": summary.outcome,
+    }
+
+
+__all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
+    "DEFAULT_RECALL_TOKENS",
+    "MAX_CONTEXT_TOKENS",
+    "CaptureService",
+    "IngestResult",
+]

@@ -1,0 +1,298 @@
+"""Importing other products' exports (ChatGPT, Claude, Gemini, CSV, memory lists, agent
+transcripts): read and detect (:mod:`engram.portability`), preview, then commit through the
+same paths as live data — conversations through :class:`ExtractionService` (messages stored
+idempotently, memories extracted and passed to the lifecycle), memories through
+:meth:`LifecycleService.remember` (dedup and contradiction against what is stored).
+
+Each item's stable key goes into the import ledger (:class:`engram.store.imports.ImportLedger`)
+once stored, so importing the same export again adds nothing and an interrupted import resumes
+where it stopped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from engram.accounts import Role as Access
+from engram.actors import Actor
+from engram.clock import Clock
+from engram.errors import InvalidInput, NotFound
+from engram.extraction.conversation import NewConversation
+from engram.extraction.results import ConversationInput, ExtractionResult
+from engram.limits import MAX_MESSAGES
+from engram.models import Environment
+from engram.portability.bundle import Bundle, ImportedConversation, ImportedMemory, stable_key
+from engram.portability.detect import is_archive, read_bundle
+from engram.portability.reading import DEFAULT_LIMITS, Limits, read_input
+from engram.portability.report import (
+    Duplicates,
+    ImportPreview,
+    ImportReport,
+    SkippedItem,
+    SourceCounts,
+)
+from engram.service.environments import EnvironmentService
+from engram.service.lifecycle import LifecycleService
+from engram.store import Store
+from engram.store.conversations import ConversationStore
+
+Progress = Callable[[int, int], None]
+"""Called with (items done, items in all) as an import goes."""
+
+_SAMPLE = 5
+_SKIPPED_SHOWN = 50
+_CONVERSATION_KEY = "conversation:"
+
+
+class Extraction(Protocol):
+    """What an import needs of :class:`engram.service.extraction.ExtractionService` (named by
+    its shape: that module and :mod:`engram.service.engram` import each other)."""
+
+    @property
+    def conversations(self) -> ConversationStore: ...
+
+    def extract(
+        self, conversation_or_messages: ConversationInput, actor: Actor, environment: str | None
+    ) -> ExtractionResult: ...
+
+
+@dataclass
+class _Tally:
+    counts: Counter[str] = field(default_factory=Counter)
+    created_envs: list[str] = field(default_factory=list)
+
+
+class ImportService:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        environments: EnvironmentService,
+        lifecycle: LifecycleService,
+        extraction: Extraction,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._envs = environments
+        self._lifecycle = lifecycle
+        self._extraction = extraction
+
+    # -- reading -------------------------------------------------------------------------------
+    def read(
+        self,
+        path: Path,
+        *,
+        csv_map: Mapping[str, str] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> Bundle:
+        """Open ``path`` (file, zip or folder) and read every export in it, detected by
+        content. An Engram archive is refused here: restore it with the archive import."""
+        entries = read_input(path, limits)
+        if is_archive(entries):
+            raise InvalidInput(f"{path}: an Engram archive; restore it with the archive import")
+        return read_bundle(entries, csv_map)
+
+    # -- preview -------------------------------------------------------------------------------
+    def preview(
+        self, bundle: Bundle, actor: Actor, environment: str | None = None, *, file: str = ""
+    ) -> ImportPreview:
+        """What committing ``bundle`` would store, and how much of it is already stored."""
+        target = self._envs.resolve(environment, actor, Access.WRITER)
+        envs = self._known_envs(bundle, actor, target)
+        dup = Counter[str]()
+        for env_name, convs in _by_env(bundle.conversations).items():
+            env = envs.get(env_name)
+            if env is None:
+                continue
+            keys = [_CONVERSATION_KEY + c.key for c in convs]
+            done = self._store.imports.seen(env.id, keys)
+            for conv in convs:
+                stored = self._stored_messages(env, conv, actor)
+                if _CONVERSATION_KEY + conv.key in done:
+                    dup["conversations"] += 1
+                dup["messages"] += min(stored, len(conv.messages))
+        for env_name, mems in _by_env(bundle.memories).items():
+            env = envs.get(env_name)
+            if env is not None:
+                dup["memories"] += len(self._store.imports.seen(env.id, [m.key for m in mems]))
+        return ImportPreview(
+            file=file,
+            environment=target.name,
+            formats=bundle.formats,
+            sources=_sources(bundle),
+            duplicates=Duplicates(**dup),
+            new_environments=sorted(
+                {e.name for e in bundle.environments if envs.get(e.name) is None}
+            ),
+            sample=_sample(bundle),
+            skipped=[
+                SkippedItem(file=s.file, entry=s.entry, reason=s.reason)
+                for s in bundle.skipped[:_SKIPPED_SHOWN]
+            ],
+            skipped_total=len(bundle.skipped),
+        )
+
+    def _stored_messages(self, env: Environment, conv: ImportedConversation, actor: Actor) -> int:
+        # imported conversation ids are the importer's own (caller ids are scoped per user)
+        stored = self._extraction.conversations.find_conversation(
+            actor.user_id, conversation_id(env, conv)
+        )
+        if stored is None:
+            return 0
+        return self._extraction.conversations.count_messages(stored.id)
+
+    def _known_envs(
+        self, bundle: Bundle, actor: Actor, target: Environment
+    ) -> dict[str | None, Environment | None]:
+        out: dict[str | None, Environment | None] = {None: target}
+        names = {e.name for e in bundle.environments}
+        names |= {c.environment for c in bundle.conversations if c.environment}
+        names |= {m.environment for m in bundle.memories if m.environment}
+        for name in sorted(n for n in names if n):
+            try:
+                out[name] = self._envs.resolve(name, actor, Access.WRITER)
+            except NotFound:
+                out[name] = None
+        return out
+
+    # -- commit --------------------------------------------------------------------------------
+    def commit(
+        self,
+        bundle: Bundle,
+        actor: Actor,
+        environment: str | None = None,
+        *,
+        file: str = "",
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Store what ``bundle`` holds. Items an earlier import brought are skipped; the rest
+        go through the lifecycle (memories) and extraction (conversations)."""
+        target = self._envs.resolve(environment, actor, Access.WRITER)
+        tally = _Tally()
+        envs = self._ensure_envs(bundle, actor, target, tally)
+        total = len(bundle.memories) + bundle.message_count
+        done = 0
+
+        def step(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None:
+                progress(done, total)
+
+        step(0)
+        for env_name, mems in _by_env(bundle.memories).items():
+            env = envs[env_name]
+            seen = self._store.imports.seen(env.id, [m.key for m in mems])
+            for item in mems:
+                if item.key in seen:
+                    tally.counts["already_imported"] += 1
+                else:
+                    outcome = self._lifecycle.remember(item.memory, actor, env.id)
+                    tally.counts[f"memories_{outcome.action.value}"] += 1
+                    self._store.imports.record(env.id, [(item.key, outcome.memory.id)])
+                    seen[item.key] = outcome.memory.id
+                step(1)
+        for env_name, convs in _by_env(bundle.conversations).items():
+            env = envs[env_name]
+            seen = self._store.imports.seen(env.id, [_CONVERSATION_KEY + c.key for c in convs])
+            for conv in convs:
+                if _CONVERSATION_KEY + conv.key in seen:
+                    tally.counts["already_imported"] += 1
+                else:
+                    self._conversation(conv, env, actor, tally)
+                step(len(conv.messages))
+        counts = tally.counts
+        return ImportReport(
+            file=file,
+            environment=target.name,
+            formats=bundle.formats,
+            conversations=counts["conversations"],
+            messages_added=counts["messages_added"],
+            memories_created=counts["memories_created"],
+            memories_merged=counts["memories_merged"],
+            memories_superseded=counts["memories_superseded"],
+            memories_queued=counts["memories_queued"],
+            already_imported=counts["already_imported"],
+            environments_created=tally.created_envs,
+            skipped_total=len(bundle.skipped),
+        )
+
+    def _conversation(
+        self, conv: ImportedConversation, env: Environment, actor: Actor, tally: _Tally
+    ) -> None:
+        new = NewConversation(
+            id=conversation_id(env, conv),
+            source=conv.source,
+            title=conv.title[:500],
+            started_at=conv.started_at,
+            metadata={**conv.metadata, "import": {"format": conv.source, "key": conv.key}},
+        )
+        for start in range(0, len(conv.messages), MAX_MESSAGES):
+            chunk = conv.messages[start : start + MAX_MESSAGES]
+            result = self._extraction.extract(
+                ConversationInput(conversation=new, messages=chunk), actor, env.id
+            )
+            tally.counts["messages_added"] += result.messages_added
+            for outcome in result.outcomes:
+                tally.counts[f"memories_{outcome.action}"] += 1
+        tally.counts["conversations"] += 1
+        # recorded last: an import stopped part-way re-reads this conversation (its messages
+        # are deduplicated by their ids, and extraction resumes after what it already read)
+        self._store.imports.record(env.id, [(_CONVERSATION_KEY + conv.key, new.id or "")])
+
+    def _ensure_envs(
+        self, bundle: Bundle, actor: Actor, target: Environment, tally: _Tally
+    ) -> dict[str | None, Environment]:
+        known = self._known_envs(bundle, actor, target)
+        descriptions = {e.name: e.description for e in bundle.environments}
+        out: dict[str | None, Environment] = {}
+        for name, env in known.items():
+            if env is None:
+                assert name is not None
+                env = self._envs.create(name, actor, descriptions.get(name, ""))
+                tally.created_envs.append(env.name)
+            out[name] = env
+        return out
+
+
+def conversation_id(env: Environment, conv: ImportedConversation) -> str:
+    """The stored id of an imported conversation: its source, its environment (hashed, so the
+    same export imported into two environments makes two conversations) and its key."""
+    return f"{conv.source}:{stable_key(env.id)[:8]}:{conv.key}"
+
+
+_Item = TypeVar("_Item", ImportedConversation, ImportedMemory)
+
+
+def _by_env(items: list[_Item]) -> dict[str | None, list[_Item]]:
+    out: dict[str | None, list[_Item]] = {}
+    for item in items:
+        out.setdefault(item.environment, []).append(item)
+    return out
+
+
+def _sources(bundle: Bundle) -> list[SourceCounts]:
+    counts: dict[str, Counter[str]] = {f: Counter() for f in bundle.formats}
+    for c in bundle.conversations:
+        counts.setdefault(c.source, Counter()).update(
+            {"conversations": 1, "messages": len(c.messages)}
+        )
+    for m in bundle.memories:
+        counts.setdefault(m.source or "import", Counter())["memories"] += 1
+    if bundle.environments:  # only Claude's projects become environments
+        counts.setdefault("claude", Counter())["environments"] += len(bundle.environments)
+    return [SourceCounts(format=f, **c) for f, c in counts.items()]
+
+
+def _sample(bundle: Bundle) -> list[str]:
+    out = []
+    for c in bundle.conversations[:_SAMPLE]:
+        first = " ".join(c.messages[0].content.split())[:100]
+        out.append(f"conversation {c.title or c.key!r} ({len(c.messages)} messages): {first}")
+    for m in bundle.memories[:_SAMPLE]:
+        out.append(f"{m.memory.layer.value} ({m.memory.category}): {m.memory.content[:100]}")
+    return out

@@ -1,0 +1,369 @@
+"""The hook client as a whole process (``engram-hook``) against a real server on both backends:
+capture, scrubbing, the spool (server down, then back: delivered exactly once), load shedding,
+opt-out, errors that never hurt the agent, and ``engram hooks install``."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engram import Engram
+from engram.actors import Actor
+from engram.cli.keys import bootstrap
+from engram.hooks.spool import Spool
+from engram.models import Layer, MemoryFilter
+from tests.capture_checks import (
+    PROMPT_SECRET,
+    RESULT_SECRET,
+    files_bytes,
+    run_hook,
+    stored_bytes,
+)
+from tests.capture_server import free_port, serve
+
+ENGRAM = Path(sys.executable).parent / "engram"
+
+
+@pytest.fixture
+def owner(engram: Engram, tmp_path: Path) -> tuple[Actor, Path]:
+    home = tmp_path / "engram-home"
+    issued = bootstrap(engram, home)
+    assert issued is not None
+    return engram.accounts.authenticate(issued.token), home
+
+
+def _repo(tmp_path: Path, name: str = "webapp") -> Path:
+    repo = tmp_path / name
+    (repo / ".git").mkdir(parents=True)
+    return repo
+
+
+def _claude_session(repo: Path, sid: str = "s-1") -> list[dict[str, Any]]:
+    base = {"session_id": sid, "cwd": str(repo), "transcript_path": "/x.jsonl"}
+    return [
+        {**base, "hook_event_name": "SessionStart", "source": "startup"},
+        {
+            **base,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "<system-reminder>today is monday</system-reminder>Fix the upload race. "
+            f"We use pnpm. My key is {PROMPT_SECRET} <private>the launch codes</private>",
+        },
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": str(repo / "src/upload.py"), "content": "x = 1"},
+            "tool_response": {"success": True},
+        },
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "pytest -q tests/test_upload.py"},
+            "tool_response": {"stdout": f"token {RESULT_SECRET}\n1 failed", "exit_code": 1},
+        },
+        {
+            **base,
+            "hook_event_name": "Stop",
+            "last_assistant_message": "I fixed the race in upload.py. Is CI green again? "
+            "Next step: add a retry to the uploader.",
+        },
+        {**base, "hook_event_name": "SessionEnd", "reason": "other"},
+    ]
+
+
+def _wait(predicate: Any, timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_a_session_is_captured_scrubbed_and_summarised(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    repo = _repo(tmp_path)
+    with serve(engram) as url:
+        env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": url, "HOME": str(tmp_path)}
+        outputs = [run_hook("claude", p, env) for p in _claude_session(repo)]
+        assert all(code == 0 for code, _ in outputs)
+        assert all(json.loads(out) is not None for _, out in outputs)
+        sessions = _wait(lambda: engram.capture.list_sessions(actor, "webapp"))
+        assert len(sessions) == 1 and sessions[0].events == 6
+        session = _wait(
+            lambda: (
+                engram.capture.get_session(actor, sessions[0].id).episode_id
+                and (engram.capture.get_session(actor, sessions[0].id))
+            )
+        )
+        assert session.episode_id
+    episode = engram.memories.get(session.episode_id, actor)
+    assert episode.layer is Layer.EPISODE
+    assert "Fix the upload race" in episode.content
+    assert "today is monday" not in episode.content  # scaffolding is not the user's words
+    assert "src/upload.py" in episode.content
+    assert "`pytest -q tests/test_upload.py` (failed)" in episode.content
+    assert episode.episode is not None and episode.episode.agent == "claude"
+    assert episode.episode.open_questions == ["Is CI green again?"]
+    assert episode.metadata["capture_session"] == session.id
+    # the observations stay searchable, and link back to the session
+    hits = engram.capture.search(actor, "uploader retry", "webapp")
+    assert hits and hits[0].session == session.id
+    # a preference the user stated became a fact
+    prefs = engram.store.list_memories(
+        MemoryFilter(environment_ids=[session.environment_id], categories=["preference"]),
+        limit=10,
+    )
+    assert [m.content for m in prefs] == ["We use pnpm."]
+    # nothing secret anywhere: database, spool, hook log
+    everything = stored_bytes(engram.store) + files_bytes(home)
+    for secret in (PROMPT_SECRET, RESULT_SECRET, "launch codes"):
+        assert secret.encode() not in everything
+
+
+def test_server_down_spools_owner_only_then_delivers_exactly_once(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    repo = _repo(tmp_path)
+    port = free_port()
+    env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": f"http://127.0.0.1:{port}"}
+    payloads = _claude_session(repo)
+    for p in payloads[:4]:  # the server is down
+        code, out = run_hook("claude", p, env)
+        assert code == 0
+        expected = "{}"
+        if p["hook_event_name"] == "SessionStart":
+            expected = "{}"
+        assert out.strip() == expected
+    spool_dir = home / "hooks" / "spool"
+    spooled = sorted(spool_dir.glob("*.json"))
+    assert len(spooled) == 4
+    assert stat.S_IMODE(spool_dir.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in spooled)
+    assert PROMPT_SECRET.encode() not in files_bytes(home)
+    assert RESULT_SECRET.encode() not in files_bytes(home)
+    log = (home / "hooks" / "hook.log").read_text()
+    assert "spooled" in log
+    # a crash after delivery but before the spool was cleared: the same events come again
+    copies = [json.loads(p.read_text()) for p in spooled]
+    with serve(engram, port):
+        for p in payloads[4:]:
+            assert run_hook("claude", p, env)[0] == 0
+        assert not list(spool_dir.glob("*.json"))
+        for event in copies:
+            Spool(spool_dir).put(event)
+        assert run_hook("claude", {**payloads[0], "hook_event_name": "Notification"}, env)[0] == 0
+        assert not list(spool_dir.glob("*.json"))
+        sessions = engram.capture.list_sessions(actor, "webapp")
+        assert len(sessions) == 1
+        observations = engram.capture.observations(actor, sessions[0].id)
+    keys = [o.key for o in observations]
+    assert len(keys) == len(set(keys)) == 7  # 6 events and the notification, each once
+
+
+def test_a_saturated_server_sheds_load_and_the_hook_spools(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    _, home = owner
+    repo = _repo(tmp_path)
+    engram.capture.max_pending = 0  # every request finds the queue full
+    with serve(engram) as url:
+        env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": url}
+        payload = _claude_session(repo)[1]
+        import httpx
+
+        token = (home / "token").read_text().strip()
+        answer = httpx.post(
+            f"{url}/api/v1/capture/events",
+            json={"events": [_wire_event(repo)]},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert answer.status_code == 429
+        assert answer.json()["error"]["code"] == "saturated"
+        assert run_hook("claude", payload, env) == (0, "{}\n")
+    assert len(list((home / "hooks" / "spool").glob("*.json"))) == 1
+
+
+def _wire_event(repo: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "agent": "claude",
+        "kind": "prompt",
+        "session_id": "s-9",
+        "cwd": str(repo),
+        "at": "2026-01-01T12:00:00Z",
+        "key": "claude-0123456789abcdef",
+        "project": "webapp",
+        "text": "hello",
+        **extra,
+    }
+
+
+def test_bad_events_get_a_clear_error_and_store_nothing(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    repo = _repo(tmp_path)
+    import httpx
+
+    token = (home / "token").read_text().strip()
+    with serve(engram) as url:
+        good = _wire_event(repo)
+        bad = _wire_event(repo, key="k2-0123456789", kind="exploded")
+        answer = httpx.post(
+            f"{url}/api/v1/capture/events",
+            json={"events": [good, bad]},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert answer.status_code == 422
+        assert "events[1]" in answer.json()["error"]["message"]
+        assert "'kind' must be one of" in answer.json()["error"]["message"]
+        assert engram.store.capture.count_observations([]) == 0
+        answer = httpx.post(f"{url}/api/v1/capture/events", json={"events": [good]})
+        assert answer.status_code == 401
+    assert engram.capture.list_sessions(actor) == []
+
+
+def test_the_hook_never_hurts_the_agent(tmp_path: Path) -> None:
+    env = {"ENGRAM_HOME": str(tmp_path / "h"), "ENGRAM_URL": "http://127.0.0.1:9"}
+    # not JSON on stdin: valid empty output, exit 0, the error in the log
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "engram-hook"), "codex"],
+        input="{not json",
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0 and result.stdout == "{}\n"
+    assert "JSONDecodeError" in (tmp_path / "h" / "hooks" / "hook.log").read_text()
+    # Codex's SessionStart output always carries hookSpecificOutput with hookEventName
+    code, out = run_hook(
+        "codex",
+        {"session_id": "c", "cwd": str(tmp_path), "hook_event_name": "SessionStart"},
+        env,
+    )
+    assert code == 0
+    assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
+    assert run_hook("nonsense", {}, env) == (0, "{}\n")
+
+
+def test_a_repository_can_opt_out_or_ignore_paths(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    quiet = _repo(tmp_path, "quiet")
+    (quiet / ".engram.toml").write_text("[capture]\nenabled = false\n")
+    noisy = _repo(tmp_path, "noisy")
+    (noisy / ".engram.toml").write_text(
+        '[capture]\nignore_paths = ["secrets/**"]\nignore_commands = ["vault *"]\n'
+    )
+    with serve(engram) as url:
+        env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": url}
+        for p in _claude_session(quiet):
+            assert run_hook("claude", p, env)[0] == 0
+        base = {"session_id": "n", "cwd": str(noisy)}
+        run_hook(
+            "claude",
+            {
+                **base,
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Write",
+                "tool_input": {"file_path": str(noisy / "secrets/prod.env")},
+            },
+            env,
+        )
+        run_hook(
+            "claude",
+            {
+                **base,
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "vault read secret/db"},
+            },
+            env,
+        )
+        run_hook("claude", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "hi"}, env)
+        # only-opted-in mode: nothing from a repository that did not opt in
+        run_hook(
+            "claude",
+            {**base, "hook_event_name": "UserPromptSubmit", "prompt": "again"},
+            {**env, "ENGRAM_CAPTURE": "opt-in"},
+        )
+        engram.capture.drain()
+    envs = {e.name for e in engram.environments.list(actor)}
+    assert "quiet" not in envs
+    sessions = engram.capture.list_sessions(actor, "noisy")
+    kinds = [o.text for o in engram.capture.observations(actor, sessions[0].id)]
+    assert kinds == ["hi"]
+
+
+def test_hooks_install_merges_backs_up_and_uninstalls(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    other = {"type": "command", "command": "other-tool notify"}
+    settings.write_text(
+        json.dumps({"model": "x", "hooks": {"Stop": [{"hooks": [other]}]}}, indent=2)
+    )
+    env = {**os.environ, "HOME": str(home)}
+    engram_home = str(tmp_path / "eh")
+
+    def cli(*args: str) -> str:
+        result = subprocess.run(
+            [str(ENGRAM), "--home", engram_home, "hooks", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return result.stdout
+
+    out = cli("install", "--agent", "claude", "--agent", "codex", "--agent", "gemini")
+    assert "claude: updated" in out and "backup:" in out and "codex: installed" in out
+    data = json.loads(settings.read_text())
+    assert data["model"] == "x"
+    assert data["hooks"]["Stop"][0]["hooks"] == [other]  # the other tool's hook is kept
+    ours = data["hooks"]["Stop"][1]["hooks"][0]
+    assert (
+        "engram-hook claude" in ours["command"] and f"ENGRAM_HOME={engram_home}" in ours["command"]
+    )
+    assert set(data["hooks"]) >= {"SessionStart", "UserPromptSubmit", "PostToolUse", "SessionEnd"}
+    backups = list(settings.parent.glob("settings.json.engram-backup-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text())["hooks"]["Stop"] == [
+        {"hooks": [other]}
+    ]
+    gemini = json.loads((home / ".gemini" / "settings.json").read_text())
+    assert gemini["hooks"]["BeforeAgent"][0]["hooks"][0]["timeout"] == 10000
+    assert "claude: unchanged" in cli("install", "--agent", "claude")  # idempotent
+    status = cli("status", "--agent", "claude")
+    assert "SessionStart" in status and "spool: 0 events" in status
+    assert "claude: removed" in cli("uninstall", "--agent", "claude")
+    assert json.loads(settings.read_text()) == {
+        "model": "x",
+        "hooks": {"Stop": [{"hooks": [other]}]},
+    }
+    assert "claude: not installed" in cli("status", "--agent", "claude")
+    # a file that is not JSON is named and left alone
+    broken = home / ".cursor" / "hooks.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{oops")
+    result = subprocess.run(
+        [str(ENGRAM), "--home", engram_home, "hooks", "install", "--agent", "cursor"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode != 0 and "hooks.json is not valid JSON" in result.stderr
+    assert broken.read_text() == "{oops"

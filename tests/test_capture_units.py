@@ -1,0 +1,238 @@
+"""The pure capture package: each agent's real payloads (as captured from the CLIs, see
+ecosystem.md §2; Cursor's as documented) mapped onto one vocabulary, each agent's output
+format, bounds, privacy filters, per-repository rules and the LLM-free summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from engram.capture.adapters import read_payload, render_output, to_event
+from engram.capture.bounds import bound
+from engram.capture.events import Agent, Event, EventKind, from_dict, validation_errors
+from engram.capture.privacy import clean, strip_scaffolding
+from engram.capture.repo import RepoRulesError, find_rules, load_rules
+from engram.capture.summary import summarize
+from engram.store.capture import Observation
+
+CLAUDE = [
+    {"session_id": "9447", "transcript_path": "/t.jsonl", "cwd": "/home/u/proj",
+     "hook_event_name": "SessionStart", "source": "startup"},
+    {"session_id": "9447", "transcript_path": "/t.jsonl", "cwd": "/home/u/proj",
+     "prompt_id": "d578", "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+     "prompt": "hello"},
+    {"session_id": "9447", "transcript_path": "/t.jsonl", "cwd": "/home/u/proj",
+     "prompt_id": "d578", "hook_event_name": "SessionEnd", "reason": "other"},
+]  # fmt: skip
+CODEX = [
+    {"session_id": "01a2", "transcript_path": "/r.jsonl", "cwd": "/home/u/proj",
+     "hook_event_name": "SessionStart", "model": "gpt", "permission_mode": "bypassPermissions",
+     "source": "startup"},
+    {"session_id": "01a2", "turn_id": "01a2-60fb", "transcript_path": "/r.jsonl",
+     "cwd": "/home/u/proj", "hook_event_name": "UserPromptSubmit", "model": "gpt",
+     "permission_mode": "bypassPermissions", "prompt": "hello"},
+    {"session_id": "01a2", "cwd": "/home/u/proj", "hook_event_name": "PostToolUse",
+     "tool_name": "Bash", "tool_input": {"command": "cargo test"},
+     "tool_response": "error: 2 tests failed\nexit code: 101"},
+]  # fmt: skip
+GEMINI = [
+    {"session_id": "0e78", "transcript_path": "/g.jsonl", "cwd": "/home/u/proj",
+     "hook_event_name": "SessionStart", "timestamp": "2026-11-29T22:01:54.028Z",
+     "source": "startup"},
+    {"session_id": "0e78", "transcript_path": "/g.jsonl", "cwd": "/home/u/proj",
+     "hook_event_name": "BeforeAgent", "timestamp": "2026-11-29T22:01:55.000Z",
+     "prompt": "<hook_context>memory: user prefers tabs</hook_context>\n\nhello"},
+    {"session_id": "0e78", "cwd": "/home/u/proj", "hook_event_name": "AfterAgent",
+     "prompt": "hello", "prompt_response": "Hi! What next?", "stop_hook_active": False},
+    {"session_id": "0e78", "transcript_path": "/g.jsonl", "cwd": "/home/u/proj",
+     "hook_event_name": "SessionEnd", "timestamp": "2026-11-29T22:02:00.000Z", "reason": "exit"},
+]  # fmt: skip
+CURSOR = [
+    {"hook_event_name": "beforeSubmitPrompt", "conversation_id": "c-1", "generation_id": "g-1",
+     "workspace_roots": ["/home/u/proj"], "prompt": "add a login page",
+     "cursor_version": "1.7"},
+    {"hook_event_name": "afterShellExecution", "conversation_id": "c-1", "generation_id": "g-1",
+     "workspace_roots": ["/home/u/proj"], "command": "npm test", "output": "1 failing",
+     "exit_code": 1},
+    {"hook_event_name": "afterFileEdit", "conversation_id": "c-1", "generation_id": "g-1",
+     "workspace_roots": ["/home/u/proj"], "file_path": "/home/u/proj/src/login.tsx",
+     "edits": [{"old_string": "", "new_string": "export {}"}]},
+    {"hook_event_name": "stop", "conversation_id": "c-1", "generation_id": "g-1",
+     "workspace_roots": ["/home/u/proj"], "status": "completed"},
+]  # fmt: skip
+
+
+def _event(agent: Agent, payload: dict[str, Any]) -> Event:
+    raw = read_payload(agent, payload)
+    return to_event(agent, raw, at="2026-01-01T00:00:00Z", key="k-12345678", cwd=raw.cwd,
+                    project="proj")  # fmt: skip
+
+
+def test_real_payloads_map_onto_one_vocabulary() -> None:
+    kinds = {
+        Agent.CLAUDE: [_event(Agent.CLAUDE, p).kind for p in CLAUDE],
+        Agent.CODEX: [_event(Agent.CODEX, p).kind for p in CODEX],
+        Agent.GEMINI: [_event(Agent.GEMINI, p).kind for p in GEMINI],
+        Agent.CURSOR: [_event(Agent.CURSOR, p).kind for p in CURSOR],
+    }
+    k = EventKind
+    assert kinds == {
+        Agent.CLAUDE: [k.SESSION_START, k.PROMPT, k.SESSION_END],
+        Agent.CODEX: [k.SESSION_START, k.PROMPT, k.TOOL_RESULT],
+        Agent.GEMINI: [k.SESSION_START, k.PROMPT, k.STOP, k.SESSION_END],
+        Agent.CURSOR: [k.PROMPT, k.TOOL_RESULT, k.TOOL_RESULT, k.STOP],
+    }
+    gemini_prompt = _event(Agent.GEMINI, GEMINI[1])
+    assert gemini_prompt.text == "hello"  # the injected context is not the user's words
+    assert _event(Agent.GEMINI, GEMINI[2]).text == "Hi! What next?"
+    codex_tool = _event(Agent.CODEX, CODEX[2])
+    assert codex_tool.command == "cargo test" and codex_tool.failed
+    shell = _event(Agent.CURSOR, CURSOR[1])
+    assert (shell.session_id, shell.cwd, shell.command, shell.failed) == (
+        "c-1", "/home/u/proj", "npm test", True,
+    )  # fmt: skip
+    assert _event(Agent.CURSOR, CURSOR[2]).files == ("/home/u/proj/src/login.tsx",)
+    assert _event(Agent.CLAUDE, {"hook_event_name": "MessageDisplay"}).kind is k.OTHER
+
+
+# Codex's generated schema for SessionStart command output (openai/codex, see ecosystem.md)
+CODEX_SESSION_START = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "continue": {"type": "boolean"},
+        "stopReason": {"type": "string"},
+        "suppressOutput": {"type": "boolean"},
+        "systemMessage": {"type": "string"},
+        "hookSpecificOutput": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["hookEventName"],
+            "properties": {
+                "hookEventName": {"const": "SessionStart"},
+                "additionalContext": {"type": "string"},
+                "env": {"type": "object"},
+            },
+        },
+    },
+    "required": ["hookSpecificOutput"],
+}
+
+
+def test_each_agent_gets_its_own_output_format() -> None:
+    for context in ("", "notes"):
+        out = json.loads(render_output(Agent.CODEX, "SessionStart", context))
+        jsonschema.validate(out, CODEX_SESSION_START)
+    assert json.loads(render_output(Agent.CLAUDE, "SessionStart", "notes")) == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "notes"}
+    }
+    assert render_output(Agent.CLAUDE, "SessionStart") == "{}"
+    assert (
+        json.loads(render_output(Agent.GEMINI, "SessionStart", "n"))["hookSpecificOutput"][
+            "additionalContext"
+        ]
+        == "n"
+    )
+    assert render_output(Agent.GEMINI, "AfterTool") == "{}"  # stdout must be JSON only
+    assert json.loads(render_output(Agent.CURSOR, "beforeSubmitPrompt")) == {"continue": True}
+    assert json.loads(render_output(Agent.OPENCODE, "session.created", "n")) == {"context": "n"}
+
+
+def test_bound_keeps_head_and_tail_within_the_limit() -> None:
+    text = "QUESTION " + "é" * 40_000 + " OUTCOME"
+    out = bound(text, 2048)
+    assert len(out.encode()) <= 2048
+    assert out.startswith("QUESTION") and out.endswith("OUTCOME") and "bytes cut" in out
+    assert bound("short", 2048) == "short"
+
+
+def test_privacy_drops_private_spans_scrubs_then_bounds() -> None:
+    out = clean(
+        "token ghp_FAKE0123456789abcdefghijklmnopqrstuv <private>my diary</private> done", 100
+    )
+    assert "ghp_FAKE" not in out and "diary" not in out and "[REDACTED:github_token]" in out
+    assert (
+        strip_scaffolding(
+            "<system-reminder>\nuse tools\n</system-reminder>\n"
+            "Caveat: The messages below were generated by the user while running local commands.\n"
+            "<command-name>/clear</command-name>\nreal words"
+        )
+        == "real words"
+    )
+
+
+def test_repository_rules(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "sub").mkdir()
+    assert find_rules(repo / "sub").captures("on")
+    assert not find_rules(repo / "sub").captures("opt-in")
+    (repo / ".engram.toml").write_text(
+        '[capture]\nenabled = true\nignore_paths = ["*.pem", "secrets/**"]\n'
+    )
+    rules = find_rules(repo / "sub")
+    assert rules.captures("opt-in") and not rules.captures("off")
+    base = _event(Agent.CLAUDE, CLAUDE[1])
+    assert rules.ignores(Event(**{**base.__dict__, "files": (str(repo / "k/id.pem"),)}))
+    assert rules.ignores(Event(**{**base.__dict__, "files": (str(repo / "secrets/a/b"),)}))
+    assert not rules.ignores(Event(**{**base.__dict__, "files": (str(repo / "src/a.py"),)}))
+    (repo / ".engram.toml").write_text("[capture]\nenabled = 'yes'\n")
+    with pytest.raises(RepoRulesError, match=r"\.engram\.toml: capture\.enabled must be"):
+        load_rules(repo / ".engram.toml")
+
+
+def test_wire_events_are_validated_with_clear_messages() -> None:
+    assert validation_errors([]) == ["an event must be a JSON object"]
+    errors = validation_errors({"agent": "vim", "kind": "prompt", "session_id": "s", "cwd": "/",
+                                "at": "now", "key": "bad key!"})  # fmt: skip
+    assert any("'agent' must be one of" in e for e in errors)
+    assert any("'key' must be" in e for e in errors)
+    good = _event(Agent.CLAUDE, CLAUDE[1]).to_dict()
+    assert validation_errors(good) == [] and from_dict(good) == _event(Agent.CLAUDE, CLAUDE[1])
+
+
+def _obs(kind: str, minutes: int, **fields: Any) -> Observation:
+    at = datetime(2026, 1, 1, 9, 0, tzinfo=UTC) + timedelta(minutes=minutes)
+    return Observation(key=f"k{minutes}", session="s", environment_id="e", agent="claude",
+                       kind=kind, at=at, **fields)  # fmt: skip
+
+
+def test_the_summary_reads_what_happened_without_an_llm() -> None:
+    summary = summarize(
+        [
+            _obs("prompt", 0, text="Add caching to the API. Let's use Redis instead of memcached."),
+            _obs("tool_result", 1, tool="Edit", files=("/p/api/cache.py",)),
+            _obs("tool_result", 2, command="pytest", failed=True, output="2 failed"),
+            _obs("tool_result", 3, command="pytest", failed=False),
+            _obs("tool_result", 4, command="mypy .", failed=True, output="error: x"),
+            _obs("stop", 5, text="Caching is in. Is the TTL right? Next step: tune eviction."),
+        ],
+        cwd="/p",
+    )
+    assert summary.title == "Add caching to the API. Let's use Redis instead of memcached."
+    assert summary.files == ["api/cache.py"]
+    assert summary.decisions == ["Let's use Redis instead of memcached."]
+    assert summary.failures == ["`mypy .`: error: x"]  # pytest passed afterwards
+    assert summary.open_questions == ["Is the TTL right?"]
+    assert summary.next_steps == ["Next step: tune eviction.", "fix the failing `mypy .`"]
+    text = summary.render("claude")
+    assert text.startswith("Session in claude on 2026-01-01 09:00 UTC: Add caching")
+    assert "Commands run: `pytest` (failed); `pytest`; `mypy .` (failed)" in text
+
+
+def test_the_hook_client_does_not_load_the_service_stack() -> None:
+    heavy = {"pydantic", "fastapi", "numpy", "httpx", "typer", "starlette", "tiktoken", "email"}
+    heavy |= {"typing", "uuid", "tomllib"}  # each costs the hook milliseconds at start-up
+    code = (
+        "import sys, engram.hooks.client; "
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(heavy)!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,178 @@
+"""Exports opened with reader libraries (openpyxl, python-docx, pypdf, pdftoppm), and the
+archive round trip: export, restore into an empty home, export again: byte-identical."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import docx
+import openpyxl
+import pypdf
+import pytest
+
+from engram import LOCAL, Engram
+from engram.errors import Conflict, InvalidInput
+from engram.models import Layer, MemoryFilter, MemoryPatch, NewMemory, Status
+from engram.portability.reading import read_input
+from engram.store.sqlite import SQLiteStore
+from tests import export_fixtures as fx
+
+
+def _seed(engram: Engram, tmp_path: Path) -> None:
+    engram.environments.create("work", LOCAL, "Day job")
+    a = engram.memories.add(
+        NewMemory(content="Prefers tabs, width 4", category="preference"), LOCAL
+    )
+    engram.memories.update(a.id, MemoryPatch(content="Prefers tabs, width 2"), LOCAL)
+    engram.memories.add(
+        NewMemory(content="Deploys on Fridays are banned", category="decision"), LOCAL, "work"
+    )
+    engram.memories.add(
+        NewMemory(layer=Layer.EPISODE, content="Debugged the flaky CI job"), LOCAL, "work"
+    )
+    engram.imports.commit(engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip")), LOCAL)
+    engram.soul.set_block(LOCAL, "communication_style", text="Be brief and direct.")
+    engram.soul.snapshot(LOCAL, label="before")
+
+
+def test_memories_in_every_format(engram: Engram, tmp_path: Path) -> None:
+    _seed(engram, tmp_path)
+    data = json.loads(engram.exports.memories("json", LOCAL))
+    tabs = next(m for m in data["memories"] if m["content"] == "Prefers tabs, width 2")
+    assert [v["snapshot"]["content"] for v in tabs["versions"]] == [
+        "Prefers tabs, width 4",
+        "Prefers tabs, width 2",
+    ]
+    md = engram.exports.memories("markdown", LOCAL).decode()
+    assert "## work" in md and "### Episodes" in md and "Deploys on Fridays are banned" in md
+
+    book = openpyxl.load_workbook(io.BytesIO(engram.exports.memories("xlsx", LOCAL)))
+    rows = list(book["memories"].iter_rows(values_only=True))
+    header = rows[0]
+    assert {"id", "content", "category", "importance", "created_at"} <= set(header)
+    contents = [r[header.index("content")] for r in rows[1:]]
+    assert "Deploys on Fridays are banned" in contents
+    history = list(book["history"].iter_rows(values_only=True))
+    assert ("Prefers tabs, width 4" in [h[6] for h in history]) and len(history) > len(rows)
+
+    document = docx.Document(io.BytesIO(engram.exports.memories("docx", LOCAL)))
+    text = [p.text for p in document.paragraphs]
+    assert "work" in text and "Facts" in text
+    assert any(t.startswith("Deploys on Fridays are banned") and "decision" in t for t in text)
+
+    pdf = engram.exports.memories("pdf", LOCAL, "work")
+    reader = pypdf.PdfReader(io.BytesIO(pdf))
+    page_text = " ".join(page.extract_text() for page in reader.pages)
+    assert "Deploys on Fridays are banned" in page_text and "Prefers tabs" not in page_text
+    _render(pdf, tmp_path)
+
+
+def _render(pdf: bytes, tmp_path: Path) -> None:
+    """pdftoppm turns page 1 into a PNG: it is a real document."""
+    assert shutil.which("pdftoppm"), "pdftoppm (poppler-utils) is needed; scripts/test installs it"
+    (tmp_path / "out.pdf").write_bytes(pdf)
+    subprocess.run(
+        [
+            "pdftoppm",
+            "-png",
+            "-r",
+            "40",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            str(tmp_path / "out.pdf"),
+            str(tmp_path / "page"),
+        ],
+        check=True,
+    )
+    png = next(tmp_path.glob("page*.png")).read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 500
+
+
+def test_filters_and_conversations_and_soul(engram: Engram, tmp_path: Path) -> None:
+    _seed(engram, tmp_path)
+    only = json.loads(
+        engram.exports.memories("json", LOCAL, "work", MemoryFilter(categories=["decision"]))
+    )
+    assert [m["content"] for m in only["memories"]] == ["Deploys on Fridays are banned"]
+    md = engram.exports.conversations("markdown", LOCAL).decode()
+    assert "## Editor setup" in md and "Noted: tabs, width 4." in md
+    assert "OLD BRANCH" not in md
+    text = " ".join(
+        p.text
+        for p in docx.Document(io.BytesIO(engram.exports.conversations("docx", LOCAL))).paragraphs
+    )
+    assert "PostgreSQL it is." in text
+    pdf = pypdf.PdfReader(io.BytesIO(engram.exports.conversations("pdf", LOCAL)))
+    assert "billing service" in " ".join(p.extract_text() for p in pdf.pages)
+    soul = json.loads(engram.exports.soul("json", LOCAL))
+    assert "Be brief and direct." in json.dumps(soul)
+    assert "Be brief and direct." in engram.exports.soul("markdown", LOCAL).decode()
+    with pytest.raises(InvalidInput, match="formats are json, markdown, xlsx, docx, pdf"):
+        engram.exports.memories("odt", LOCAL)
+
+
+def test_archive_round_trip_is_byte_identical(engram: Engram, tmp_path: Path) -> None:
+    _seed(engram, tmp_path)
+    first = engram.archive.export(LOCAL)
+    (tmp_path / "a.zip").write_bytes(first)
+    entries = read_input(tmp_path / "a.zip")
+    fresh = Engram(SQLiteStore(tmp_path / "fresh.db"))
+    try:
+        report = fresh.archive.restore(entries, LOCAL)
+        assert all(report.checks.values()), report.checks
+        assert report.counts["memories"] == engram.store.count(MemoryFilter(statuses=list(Status)))
+        second = fresh.archive.export(LOCAL)
+        with pytest.raises(Conflict, match="not empty"):
+            fresh.archive.restore(entries, LOCAL)
+        # restoring again with force adds nothing
+        fresh.archive.restore(entries, LOCAL, force=True)
+        third = fresh.archive.export(LOCAL)
+    finally:
+        fresh.close()
+    for later in (second, third):
+        a, b = zipfile.ZipFile(io.BytesIO(first)), zipfile.ZipFile(io.BytesIO(later))
+        for name in a.namelist():
+            if name != "manifest.json":
+                assert a.read(name) == b.read(name), name
+        ma, mb = json.loads(a.read("manifest.json")), json.loads(b.read("manifest.json"))
+        assert ma["collections"] == mb["collections"]
+    assert (
+        json.loads(zipfile.ZipFile(io.BytesIO(first)).read("manifest.json"))["collections"][
+            "memories"
+        ]["count"]
+        > 5
+    )
+
+
+def test_a_damaged_archive_is_refused(engram: Engram, tmp_path: Path) -> None:
+    _seed(engram, tmp_path)
+    src = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL)))
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        for name in src.namelist():
+            body = src.read(name)
+            z.writestr(
+                name, body.replace(b"Fridays", b"Mondays") if name == "memories.jsonl" else body
+            )
+    fresh = Engram(SQLiteStore(tmp_path / "fresh.db"))
+    try:
+        with pytest.raises(InvalidInput, match=r"memories\.jsonl: checksum does not match"):
+            fresh.archive.restore(read_input(bad), LOCAL)
+        assert fresh.store.list_environments() == []
+    finally:
+        fresh.close()
+
+
+def test_account_archive_holds_only_that_account(engram: Engram, tmp_path: Path) -> None:
+    _seed(engram, tmp_path)
+    engram.environments.create("bobs", LOCAL.__class__("bob", "local"))
+    data = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL, account="local")))
+    envs = [json.loads(line) for line in data.read("environments.jsonl").splitlines()]
+    assert {e["owner"] for e in envs} == {"local"}

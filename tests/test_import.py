@@ -1,0 +1,257 @@
+"""Importing other products' exports through the service, on both backends: detection by
+content, the visible ChatGPT branch, memory traces, Claude projects as environments, Gemini
+grouping, agent transcripts, CSV; re-import adds nothing, an interrupted import resumes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engram import LOCAL, Engram
+from engram.errors import InvalidInput
+from engram.models import Layer, MemoryFilter
+from engram.portability.bundle import stable_key
+from tests import export_fixtures as fx
+
+
+def test_chatgpt_zip_follows_the_visible_branch_and_keeps_traces(
+    engram: Engram, tmp_path: Path
+) -> None:
+    path = fx.chatgpt_export(tmp_path / "chatgpt.zip")
+    bundle = engram.imports.read(path)
+    assert bundle.formats == ["chatgpt"]
+    branch = next(c for c in bundle.conversations if c.key == "conv-branch")
+    texts = [m.content for m in branch.messages]
+    assert texts == [
+        "I always use tabs, width 4, in Python.",
+        "Noted: tabs, width 4.",
+        "[image]\nWhat is in this screenshot?",
+        "A terminal with a failing test.",
+    ]
+    assert branch.messages[2].created_at is None  # a missing timestamp is kept missing
+    traces = {m.memory.content: m.memory.confidence for m in bundle.memories}
+    assert traces == {
+        "Prefers tabs with width 4 in Python.": 0.4,
+        "About me: I am a backend developer in Lyon.": 0.4,
+        "How to respond: Answer briefly.": 0.4,
+    }
+    skipped = {s.entry: s.reason for s in bundle.skipped}
+    assert "file-abc.png" in skipped and "user.json" in skipped and "chat.html" in skipped
+
+
+def test_sharded_chatgpt_export_reads_every_shard(engram: Engram, tmp_path: Path) -> None:
+    bundle = engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip", sharded=True))
+    assert sorted(c.key for c in bundle.conversations) == ["conv-branch", "conv-db"]
+
+
+def test_preview_then_commit_then_reimport_adds_nothing(engram: Engram, tmp_path: Path) -> None:
+    path = fx.chatgpt_export(tmp_path / "chatgpt.zip")
+    bundle = engram.imports.read(path)
+    preview = engram.imports.preview(bundle, LOCAL, file=str(path))
+    assert preview.duplicates.conversations == 0 and preview.duplicates.memories == 0
+    src = {s.format: s for s in preview.sources}
+    assert (src["chatgpt"].conversations, src["chatgpt"].messages, src["chatgpt"].memories) == (
+        2,
+        6,
+        3,
+    )
+    assert preview.skipped_total == 3 and preview.sample
+    assert engram.store.count(MemoryFilter()) == 0  # a preview stores nothing
+
+    report = engram.imports.commit(bundle, LOCAL)
+    assert report.conversations == 2 and report.messages_added == 6
+    assert report.memories_created >= 3
+    count = engram.store.count(MemoryFilter())
+    # the same paths as live data: extraction found the decision in the second conversation
+    contents = [m.content for m in engram.store.list_memories(MemoryFilter(), limit=100)]
+    assert any("PostgreSQL" in c for c in contents)
+    assert any(
+        m.layer is Layer.EPISODE for m in engram.store.list_memories(MemoryFilter(), limit=100)
+    )
+
+    again = engram.imports.read(path)
+    preview2 = engram.imports.preview(again, LOCAL)
+    assert preview2.duplicates.conversations == 2 and preview2.duplicates.memories == 3
+    assert preview2.duplicates.messages == 6
+    report2 = engram.imports.commit(again, LOCAL)
+    assert report2.already_imported == 5 and report2.messages_added == 0
+    assert report2.memories_created == 0 and report2.memories_merged == 0
+    assert engram.store.count(MemoryFilter()) == count
+
+
+def test_an_interrupted_import_resumes_without_duplicates(engram: Engram, tmp_path: Path) -> None:
+    bundle = engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip", extra=6))
+    calls = 0
+
+    def stop_half_way(done: int, total: int) -> None:
+        nonlocal calls
+        calls += 1
+        if done > total // 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        engram.imports.commit(bundle, LOCAL, progress=stop_half_way)
+    partial = engram.store.count(MemoryFilter())
+    assert partial > 0
+    report = engram.imports.commit(bundle, LOCAL)
+    assert report.already_imported > 0
+    # the same as one clean import into a fresh environment: nothing twice
+    engram.environments.create("fresh", LOCAL)
+    engram.imports.commit(engram.imports.read(tmp_path / "c.zip"), LOCAL, "fresh")
+    fresh = engram.environments.resolve("fresh", LOCAL)
+    default = engram.environments.resolve(None, LOCAL)
+    store = engram.extraction.conversations
+
+    def stored_messages(key: str) -> int:
+        # imported ids are the importer's own (caller ids are scoped per user)
+        conv = store.find_conversation(LOCAL.user_id, f"chatgpt:{stable_key(default.id)[:8]}:{key}")
+        return 0 if conv is None else store.count_messages(conv.id)
+
+    assert sum(stored_messages(c.key) for c in bundle.conversations) == bundle.message_count
+    assert engram.store.count(MemoryFilter(environment_ids=[default.id])) == engram.store.count(
+        MemoryFilter(environment_ids=[fresh.id])
+    )
+
+
+@pytest.mark.parametrize("layout", ["legacy", "manifest"])
+def test_claude_export_projects_become_environments(
+    engram: Engram, tmp_path: Path, layout: str
+) -> None:
+    path = (
+        fx.claude_legacy(tmp_path / "data.zip")
+        if layout == "legacy"
+        else fx.claude_manifest(tmp_path / "claude")
+    )
+    bundle = engram.imports.read(path)
+    assert bundle.formats == ["claude"]
+    assert [e.name for e in bundle.environments] == ["dotfiles"]
+    assert any("starter project" in s.reason for s in bundle.skipped)
+    conv = bundle.conversations[0]
+    assert [m.content for m in conv.messages] == ["I use tabs, width 4.", "Got it."]
+    preview = engram.imports.preview(bundle, LOCAL)
+    assert preview.new_environments == ["dotfiles"]
+    report = engram.imports.commit(bundle, LOCAL)
+    assert report.environments_created == ["dotfiles"]
+    dot = engram.environments.resolve("dotfiles", LOCAL)
+    assert dot.description == "My shell setup"
+    in_project = {
+        m.content
+        for m in engram.store.list_memories(MemoryFilter(environment_ids=[dot.id]), limit=50)
+    }
+    assert "Project instructions (Dotfiles): Prefer POSIX sh." in in_project
+    assert "Document notes.md: Use zsh on the laptop." in in_project
+    assert "The dotfiles live in ~/src/dotfiles." in in_project
+    default = engram.environments.resolve(None, LOCAL)
+    general = {
+        m.content
+        for m in engram.store.list_memories(MemoryFilter(environment_ids=[default.id]), limit=50)
+    }
+    assert {"Works on the billing service.", "Prefers short answers."} <= general
+
+
+def test_gemini_activity_is_grouped_by_time_gap_with_stable_ids(
+    engram: Engram, tmp_path: Path
+) -> None:
+    bundle = engram.imports.read(fx.gemini_activity(tmp_path / "My Activity.json"))
+    assert bundle.formats == ["gemini"]
+    assert [len(c.messages) for c in bundle.conversations] == [4, 1]
+    assert bundle.conversations[0].messages[3].content == "Four.\n\nWidth 4."
+    assert any("not a prompt" in s.reason for s in bundle.skipped)
+    again = engram.imports.read(tmp_path / "My Activity.json")
+    assert [c.key for c in again.conversations] == [c.key for c in bundle.conversations]
+    engram.imports.commit(bundle, LOCAL)
+    assert engram.imports.commit(again, LOCAL).already_imported == 2
+
+
+def test_agent_transcripts(engram: Engram, tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    fx.claude_code_session(folder / "s-1.jsonl")
+    fx.codex_session(folder / "rollout.jsonl")
+    fx.gemini_cli_session(folder / "session-1.json")
+    bundle = engram.imports.read(folder)
+    assert sorted(bundle.formats) == ["claude-code", "codex", "gemini-cli"]
+    texts = {c.source: [m.content for m in c.messages] for c in bundle.conversations}
+    assert texts["claude-code"] == ["Run the tests with pytest -x please", "All tests pass."]
+    assert texts["codex"] == ["We use ruff for linting.", "Understood, ruff it is."]
+    assert texts["gemini-cli"] == ["Deploy with make deploy.", "Deploying."]
+    report = engram.imports.commit(bundle, LOCAL)
+    assert report.conversations == 3
+
+
+def test_csv_with_a_column_map_and_bad_rows_skipped(engram: Engram, tmp_path: Path) -> None:
+    path = tmp_path / "notes.csv"
+    path.write_text(
+        "text,kind,importance,tags,created_at\n"
+        "Prefers dark mode,preference,0.9,ui;theme,2026-01-02T00:00:00Z\n"
+        "Bad importance,fact,high,,\n"
+        "Bad date,fact,0.5,,yesterday\n"
+        ",fact,0.5,,\n"
+    )
+    from engram.portability.tabular import parse_mapping
+
+    bundle = engram.imports.read(path, csv_map=parse_mapping(["text=content", "kind=category"]))
+    assert [m.memory.content for m in bundle.memories] == ["Prefers dark mode"]
+    m = bundle.memories[0].memory
+    assert (m.category, m.importance, m.tags) == ("preference", 0.9, ["ui", "theme"])
+    reasons = sorted(s.reason for s in bundle.skipped)
+    assert any("importance 'high' is not a number" in r for r in reasons)
+    assert any("created_at 'yesterday'" in r for r in reasons)
+    assert any("content" in r for r in reasons)
+    with pytest.raises(InvalidInput, match="no 'content' column"):
+        engram.imports.read(path)
+
+
+def test_memory_list(engram: Engram, tmp_path: Path) -> None:
+    path = tmp_path / "memories.txt"
+    path.write_text(
+        "[2025-11-03] - Prefers tabs over spaces\n[2026-01-10] - Lives in Lyon\nnot a memory\n"
+    )
+    bundle = engram.imports.read(path)
+    assert bundle.formats == ["memory-list"]
+    assert [
+        (m.memory.content, m.memory.created_at.isoformat()[:10])
+        for m in bundle.memories
+        if m.memory.created_at
+    ] == [
+        ("Prefers tabs over spaces", "2025-11-03"),
+        ("Lives in Lyon", "2026-01-10"),
+    ]
+    engram.imports.commit(bundle, LOCAL)
+    stored = engram.store.list_memories(MemoryFilter(), limit=10, order="created_at")
+    assert stored[0].created_at.year == 2025
+
+
+def test_wrong_format_is_named(engram: Engram, tmp_path: Path) -> None:
+    path = tmp_path / "random.json"
+    path.write_text(json.dumps({"hello": "world"}))
+    with pytest.raises(InvalidInput, match=r"random\.json: not an export Engram can import"):
+        engram.imports.read(path)
+
+
+def test_cli_preview_import_export_and_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    home = str(tmp_path / "h")
+    zip_path = str(fx.chatgpt_export(tmp_path / "chatgpt.zip"))
+    assert main(["--home", home, "import", zip_path, "--preview"]) == 0
+    out = capsys.readouterr().out
+    assert "preview: nothing stored" in out and "chatgpt" in out and "user.json" in out
+    assert main(["--home", home, "import", zip_path, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["conversations"] == 2 and report["messages_added"] == 6
+    assert main(["--home", home, "import", zip_path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["already_imported"] == 5
+    xlsx = tmp_path / "m.xlsx"
+    assert main(["--home", home, "export", str(xlsx)]) == 0 and xlsx.stat().st_size > 1000
+    archive = tmp_path / "all.zip"
+    assert main(["--home", home, "export", str(archive), "--archive"]) == 0
+    capsys.readouterr()
+    assert main(["--home", str(tmp_path / "h2"), "import", str(archive)]) == 0
+    assert "restored and verified" in capsys.readouterr().out
+    assert main(["--home", home, "import", str(tmp_path / "missing.zip")]) == 2
+    assert "no such file" in capsys.readouterr().err
