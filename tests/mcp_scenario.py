@@ -123,8 +123,11 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
     assert again["action"] == "merged" and again["absorbed_into"] == fact
 
     found = await call("recall", query="pnpm", **where)
-    assert found["items"][0]["memory"]["id"] == fact
-    assert set(found["items"][0]["breakdown"]) >= {"relevance", "importance", "recency"}
+    assert found["items"][0]["id"] == fact and "pnpm" in found["items"][0]["line"]
+    assert found["result_tokens"] > 0 and found.get("details") is None
+    full = await call("recall", query="pnpm", details=True, **where)
+    assert set(full["details"][0]["breakdown"]) >= {"relevance", "importance", "recency"}
+    assert full["result_tokens"] > found["result_tokens"]
     assert (await call("get_memory", memory_id=fact))["content"].endswith("over npm")
     edited = await call("update_memory", memory_id=fact, importance=0.9, reason="matters")
     assert edited["importance"] == 0.9

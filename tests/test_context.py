@@ -109,5 +109,5 @@ def test_budget_is_never_exceeded(engram: Engram, lengths: list[int], budget: in
         )
     ctx = engram.context.assemble(LOCAL, "budget word", environment=env, max_tokens=budget)
     assert ctx.tokens == count_tokens(ctx.text) <= budget
-    for tier in ctx.tiers:
-        assert tier.used <= tier.budget
+    # a tier may grow past its guaranteed share, never the block past max_tokens
+    assert sum(tier.used for tier in ctx.tiers) <= budget

@@ -92,6 +92,7 @@ def test_incremental_cadence_every_n_assistant_messages(engram: Engram) -> None:
     service = ExtractionService(
         engram.lifecycle,
         engram.environments,
+        engram.memories,
         engram.store.conversations,
         engram.clock,
         config=ExtractionConfig(every=2, window=4),

@@ -167,7 +167,7 @@ def test_inspector_cli_lists_and_calls_tools(tmp_path: Path, project: Path) -> N
     )
     assert stored["structuredContent"]["action"] == "created"
     found = inspect("tools/call", "--tool-name", "recall", "--tool-arg", "query=staging")
-    assert found["structuredContent"]["items"][0]["memory"]["content"] == "Deploys go via staging"
+    assert found["structuredContent"]["items"][0]["line"].endswith("Deploys go via staging")
     missing = inspect("tools/call", "--tool-name", "get_memory", "--tool-arg", "memory_id=mem_x")
     assert missing["isError"] is True
     assert "not_found" in missing["content"][0]["text"]

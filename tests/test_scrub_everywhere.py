@@ -175,14 +175,17 @@ async def mcp_writes(engram: Engram, p: Planter) -> None:
             ("remember", {"content": p.text("mcp remember"), "tags": ["t"]}),
             (
                 "create_episode",
-                {"summary": p.text("mcp episode"), "key_decisions": [p.text("mcp episode")]},
+                {
+                    "summary": p.text("mcp episode"),
+                    "key_decisions": [p.one("mcp episode", "slack_token")],
+                },
             ),
             (
                 "create_procedure",
                 {
                     "name": "p",
                     "description": p.text("mcp procedure"),
-                    "steps": [p.text("mcp procedure")],
+                    "steps": [p.one("mcp procedure", "bearer_token")],  # steps are short
                 },
             ),
             (
@@ -222,7 +225,11 @@ def service_writes(engram: Engram, p: Planter) -> None:
         NewMemory(
             layer=Layer.EPISODE,
             content=p.text("service episode"),
-            episode=EpisodeDetails(open_questions=[p.text("service episode")]),
+            # an episode's items are short (200 characters): one secret each
+            episode=EpisodeDetails(
+                open_questions=[p.one("service episode", "github_token")],
+                key_decisions=[p.one("service episode", "aws_access_key_id")],
+            ),
         ),
         LOCAL,
     )

@@ -147,7 +147,7 @@ def test_filters_orders_and_counts(store: Store) -> None:
 
 def test_record_access_rank_fields_and_purge(store: Store) -> None:
     _env(store)
-    store.write([_change(_memory("m1", "one")), _change(_memory("m2", "two"))])
+    store.write([_change(_memory("m1", "one")), _change(_memory("m2", "two", category="tool"))])
     at = T0 + timedelta(hours=2)
     store.record_access(["m1", "m1", "m2"], at)
     got = {m.id: m for m in store.get(["m1", "m2"])}
@@ -156,6 +156,7 @@ def test_record_access_rank_fields_and_purge(store: Store) -> None:
     assert len(store.versions("m1")) == 1  # an access is not a version
     fields = {f.memory_id: f for f in store.rank_fields(["m2", "m1", "nope"])}
     assert fields["m1"].access_count == 2 and fields["m2"].updated_at == T0
+    assert fields["m2"].category == "tool" and fields["m2"].layer is Layer.FACT
     store.put_embeddings("model", [EmbeddingUpdate("m1", "h", _unit([1, 0, 0]))])
     assert store.purge(["m1", "nope"]) == 1
     assert store.get(["m1"]) == [] and store.versions("m1") == []
@@ -179,6 +180,13 @@ def test_keyword_search_ors_terms_ranks_and_filters(store: Store) -> None:
     found = [h.memory_id for h in hits]
     assert set(found) == {"m1", "m2", "m3", "m4"}  # stemmed, ORed, keyword_context indexed
     assert found[0] == "m2" and hits[0].score >= hits[-1].score > 0
+    # each hit says which query words it matched (stemmed as the index does), in its own
+    # text or only in its keyword context, and its layer
+    by_id = {h.memory_id: h for h in hits}
+    assert by_id["m2"].matched == {"deploy", "staging"} and by_id["m2"].matched_context == set()
+    assert "staging" in by_id["m1"].matched
+    assert by_id["m3"].matched == set() and by_id["m3"].matched_context == {"staging"}
+    assert by_id["m1"].layer is Layer.FACT
     scoped = store.keyword_search("staging", MemoryFilter(environment_ids=["env_b"]), limit=10)
     assert [h.memory_id for h in scoped] == ["m4"]
     assert store.keyword_search("the and of", MemoryFilter(), limit=10) == []

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-DEFAULT_PATH = (
-    Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
+_RELATIVE = Path("shared") / "data" / "locomo" / "locomo_dev.json"
+# the checkout's sibling shared/ directory (a worktree sits one level deeper)
+DEFAULT_PATH = next(
+    (p / _RELATIVE for p in Path(__file__).resolve().parents[3:5] if (p / _RELATIVE).exists()),
+    Path(__file__).resolve().parents[3] / _RELATIVE,
 )
 
 
@@ -20,12 +23,18 @@ class Turn:
     text: str  # "speaker: text [shared a photo: caption]"
     at: datetime
 
+    @property
+    def said(self) -> str:
+        """What the speaker said, without the "speaker: " prefix (as a chat app delivers it)."""
+        return self.text.removeprefix(f"{self.speaker}: ")
+
 
 @dataclass(frozen=True)
 class Question:
     question: str
     category: int
     evidence: tuple[str, ...]
+    answer: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ def load(path: Path = DEFAULT_PATH) -> list[Conversation]:
             )
             evidence = tuple(e for e in evidence if e in ids)
             if evidence:
-                questions.append(Question(qa["question"], int(qa["category"]), evidence))
+                answer = str(qa.get("answer", ""))
+                questions.append(Question(qa["question"], int(qa["category"]), evidence, answer))
         out.append(Conversation(sample["sample_id"], turns, questions))
     return out

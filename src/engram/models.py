@@ -94,6 +94,9 @@ ORDERS = (
 """The orders a listing can take; a leading '-' means descending."""
 
 BUILTIN_CATEGORIES = ("preference", "fact", "decision", "project", "general")
+MESSAGE_CATEGORY = "message"
+"""The category of a delivered message kept as a searchable episode (engram.extraction.turns);
+the lifecycle never compacts these."""
 
 
 def validate_category(value: str) -> str:

@@ -77,14 +77,17 @@ def context(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="The task or question; empty for a brief.")] = "",
     max_tokens: Annotated[int, typer.Option(help="Token budget for the whole block.")] = 2000,
-    max_facts: Annotated[int, typer.Option(help="At most this many facts.")] = 15,
+    max_facts: Annotated[
+        int | None, typer.Option(help="At most this many facts (default: as the budget holds).")
+    ] = None,
     preview: Annotated[
         bool, typer.Option("--preview", help="Do not count the memories as accessed.")
     ] = False,
     env: Annotated[str | None, EnvOption] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
-    """Assemble the system-prompt block for a query: Soul, facts, episodes, procedures."""
+    """Assemble the system-prompt block for a query: Soul, facts, conversation messages,
+    episodes, procedures; the budget is filled while qualifying evidence remains."""
     with service(ctx) as (engram, st):
         engram.index_pending()
         result = engram.context.assemble(
@@ -100,7 +103,7 @@ def context(
         return
     typer.echo(result.text, nl=False)
     table = Table(title=f"{result.tokens} of {result.max_tokens} tokens")
-    for col in ("tier", "items", "used", "budget", "dropped", "note"):
+    for col in ("tier", "items", "used", "share", "dropped", "duplicates", "note"):
         table.add_column(col)
     for tier in result.tiers:
         table.add_row(
@@ -109,6 +112,7 @@ def context(
             str(tier.used),
             str(tier.budget),
             str(tier.dropped),
+            str(tier.duplicates),
             tier.note,
         )
     console.print(table, style="dim")

@@ -10,6 +10,7 @@ from collections import Counter
 from engram.extraction.conversation import Role, Transcript
 from engram.extraction.proposals import Proposal
 from engram.extraction.sentences import Sentence, list_item
+from engram.limits import MAX_NAME_CHARS
 from engram.models import EpisodeDetails
 from engram.text import content_words
 
@@ -111,7 +112,7 @@ def episode_proposal(
     end = max(times) if times else None
     head = conv.title or f"Conversation between {', '.join(participants)}"
     body = " ".join(f"{s.message.speaker}: {s.text}" for s in top)
-    questions = [q.text for q in open_questions(items)][:10]
+    questions = [_item(q.text) for q in open_questions(items)][:10]
     sources = list(dict.fromkeys(s.message.id for s in top))
     return Proposal(
         layer="episode",
@@ -126,7 +127,12 @@ def episode_proposal(
             period_end=end if (start is None or end is None or end >= start) else None,
             participants=participants,
             conversation_id=conv.id,
-            key_decisions=[d.content for d in decisions][:20],
+            key_decisions=[_item(d.content) for d in decisions][:20],
             open_questions=questions,
         ),
     )
+
+
+def _item(text: str) -> str:
+    """One decision or question as an episode keeps it: at most MAX_NAME_CHARS characters."""
+    return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1].rstrip() + "…"

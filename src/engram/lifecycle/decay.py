@@ -16,7 +16,7 @@ import math
 from datetime import datetime
 
 from engram.lifecycle.config import LifecycleConfig
-from engram.models import Memory
+from engram.models import MESSAGE_CATEGORY, Memory
 
 _DAY = 86_400.0
 
@@ -69,9 +69,11 @@ def flag_reason(memory: Memory, now: datetime, cfg: LifecycleConfig) -> str:
 
 
 def is_cold(memory: Memory, now: datetime, cfg: LifecycleConfig) -> bool:
-    """An episode that has faded: retention below ``cold_retention`` and idle long enough."""
+    """An episode that has faded: retention below ``cold_retention`` and idle long enough.
+    A delivered message (category ``message``) is a record, never compacted."""
     return (
         not memory.pinned
+        and memory.category != MESSAGE_CATEGORY
         and idle_days(memory, now) >= cfg.cold_min_idle_days
         and retention(memory, now, cfg) < cfg.cold_retention
     )

@@ -1,7 +1,15 @@
-"""Fusing the keyword and semantic streams into one relevance in [0, 1].
+"""Fusing the keyword and semantic streams into one relevance in [0, 1], comparable across
+queries.
 
-Measured on LoCoMo (see bench/locomo): min-max score fusion, 0.4 × BM25 + 0.6 × cosine, beats
-reciprocal-rank fusion clearly when one stream is lexical and the other a static embedding.
+- **Keyword**: BM25 scaled by the best score of the query's results, times the share of the
+  query's words the memory contains (``retrieval.coverage``). A lone hit on one word of a
+  four-word question scores at most 0.25, not 1.
+- **Semantic**: cosine mapped linearly from the model's "unrelated" level (0) to its
+  "near-paraphrase" level (1), fixed per model (``scoring.SIMILARITY_RANGES``), not stretched
+  over each query's candidates, so the best of a set of unrelated memories stays low.
+
+Relevance is ``0.4 × keyword + 0.6 × semantic`` (weights in ``ScoringConfig``); measured on
+LoCoMo (see bench/locomo).
 """
 
 from __future__ import annotations
@@ -20,15 +28,9 @@ class Fused:
     semantic_hit: bool = False
 
 
-def _minmax(values: Mapping[str, float], floor: float) -> dict[str, float]:
-    if not values:
-        return {}
-    # the low end is the candidates' minimum, but never above the model's baseline similarity
-    # of unrelated texts, so that a handful of near-equal candidates are not spread to 0..1
-    lo, hi = min(min(values.values()), floor), max(values.values())
-    if hi - lo < 1e-12:
-        return {k: 1.0 for k in values}
-    return {k: (v - lo) / (hi - lo) for k, v in values.items()}
+def calibrated(similarity: float, low: float, high: float) -> float:
+    """Cosine on the model's own scale: ``low`` (unrelated) is 0, ``high`` is 1."""
+    return min(1.0, max(0.0, (similarity - low) / (high - low)))
 
 
 def fuse(
@@ -37,15 +39,18 @@ def fuse(
     keyword_weight: float,
     semantic_weight: float,
     semantic_hits: set[str] | frozenset[str] = frozenset(),
-    similarity_floor: float = 0.0,
+    similarity_range: tuple[float, float] = (0.0, 1.0),
+    coverage: Mapping[str, float] | None = None,
 ) -> dict[str, Fused]:
     """``keyword``: BM25 of keyword candidates; ``similarity``: cosine of every candidate (from
     either stream) that has a vector; ``semantic_hits``: the ids the semantic stream itself
-    returned. BM25 is scaled by its maximum (a non-match scores 0), cosine by min-max over the
-    candidates with the low end at most ``similarity_floor``."""
+    returned; ``coverage``: the share of the query each keyword candidate contains (1 when
+    absent)."""
     top = max(keyword.values(), default=0.0)
-    kw_norm = {k: v / top for k, v in keyword.items()} if top > 0 else {}
-    sim_norm = _minmax(similarity, similarity_floor)
+    cover = coverage or {}
+    kw_norm = {k: v / top * cover.get(k, 1.0) for k, v in keyword.items()} if top > 0 else {}
+    low, high = similarity_range
+    sim_norm = {k: calibrated(v, low, high) for k, v in similarity.items()}
     total = keyword_weight + semantic_weight
     out: dict[str, Fused] = {}
     for memory_id in set(keyword) | set(similarity):

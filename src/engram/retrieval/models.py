@@ -64,6 +64,11 @@ class ScoredMemory(_Out):
     memory: Memory
     score: float
     breakdown: ScoreBreakdown
+    sources: list[str] = Field(
+        default_factory=list,
+        description="The ids of the messages this memory was read from (a delivered message: "
+        "its own id); read them with GET /conversations/{thread}/messages.",
+    )
 
 
 class SearchResult(_Out):
@@ -83,16 +88,30 @@ class ContextItem(_Out):
     tokens: int
     text: str
     breakdown: ScoreBreakdown
+    said_on: str | None = Field(
+        None, description="The day (ISO) it was said, or recorded; also at the start of text."
+    )
+    author: str | None = None
+    thread: str | None = Field(None, description="The conversation or session it came from.")
+    sources: list[str] = Field(
+        default_factory=list,
+        description="The ids of the messages it was read from (a message: its own id).",
+    )
 
 
 class ContextTier(_Out):
     """One section of the assembled prompt and how much of its budget it used."""
 
-    name: Literal["soul", "facts", "episodes", "procedures"]
-    budget: int
+    name: Literal["soul", "facts", "messages", "episodes", "procedures"]
+    budget: int = Field(description="The tier's guaranteed share of max_tokens.")
     used: int
     items: list[ContextItem] = Field(default_factory=list)
     dropped: int = Field(0, description="Candidates that qualified but did not fit.")
+    duplicates: int = Field(
+        0,
+        description="Candidates left out because their evidence was already packed (a fact "
+        "and its own message, an episode and its messages).",
+    )
     note: str = ""
 
 

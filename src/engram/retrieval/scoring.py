@@ -63,10 +63,14 @@ class LayerScoring:
     is strong (see ``ScoringConfig.min_keyword_norm``)."""
 
 
-SIMILARITY_BASELINES: dict[str, float] = {
-    # the typical cosine between unrelated texts: the low end of similarity normalisation
-    "minilm-static-v1": 0.6,
+SIMILARITY_RANGES: dict[str, tuple[float, float]] = {
+    # (unrelated, near-paraphrase) cosines of a model: relevance maps the first to 0 and the
+    # second to 1. Static models have compressed cosines: unrelated short sentences ≈ 0.6-0.65,
+    # related ≥ 0.75, paraphrases ≈ 0.9
+    "minilm-static-v1": (0.6, 0.9),
 }
+DEFAULT_SIMILARITY_RANGE = (0.15, 0.8)
+"""For transformer embedders (MiniLM, OpenAI): unrelated ≈ 0.0-0.2, paraphrases ≥ 0.8."""
 
 SIMILARITY_FLOORS: dict[str, dict[Layer, float]] = {
     # static models have compressed cosines (unrelated short sentences ≈ 0.6-0.65, related
@@ -92,6 +96,12 @@ class ScoringConfig:
     """Share of relevance given to the strength of the memory's thread (retrieval.provenance)."""
     thread_top: int = 3
     min_keyword_norm: float = 0.5
+    min_relevance: float = 0.1
+    """The floor: search returns nothing whose stream relevance (keyword and semantic, before
+    the author and thread signals) is below this."""
+    context_relevance: float = 0.25
+    """Context assembly also packs a memory below its layer's similarity floor when its
+    stream relevance reaches this."""
     frequency_saturation: int = 20
 
     def __post_init__(self) -> None:
@@ -105,8 +115,8 @@ class ScoringConfig:
     def layer(self, layer: Layer) -> LayerScoring:
         return {Layer.FACT: self.fact, Layer.EPISODE: self.episode}.get(layer, self.procedure)
 
-    def similarity_baseline(self, model_id: str | None) -> float:
-        return SIMILARITY_BASELINES.get(model_id or "", 0.0)
+    def similarity_range(self, model_id: str | None) -> tuple[float, float]:
+        return SIMILARITY_RANGES.get(model_id or "", DEFAULT_SIMILARITY_RANGE)
 
     def similarity_floor(self, layer: Layer, model_id: str | None) -> float:
         """The cosine a memory of ``layer`` needs to enter an assembled context."""

@@ -229,6 +229,9 @@ class AccountCalls:
         body = {"name": name, "password": password, "is_admin": is_admin}
         return Call("POST", "/api/v1/users", User, {}, body)
 
+    def user(self, user_id: str) -> Call[User]:
+        return Call("GET", f"/api/v1/users/{user_id}", User)
+
     def set_password(self, user_id: str, password: str) -> Call[User]:
         body = {"password": password}
         return Call("PUT", f"/api/v1/users/{user_id}/password", User, {}, body)
@@ -245,6 +248,9 @@ class AccountCalls:
     ) -> Call[IssuedKey]:
         body = {"name": name, "scopes": [Scope(s).value for s in scopes], "user_id": user_id}
         return Call("POST", "/api/v1/keys", IssuedKey, {}, body)
+
+    def key(self, key_id: str) -> Call[ApiKey]:
+        return Call("GET", f"/api/v1/keys/{key_id}", ApiKey)
 
     def rotate_key(self, key_id: str) -> Call[IssuedKey]:
         return Call("POST", f"/api/v1/keys/{key_id}/rotate", IssuedKey)

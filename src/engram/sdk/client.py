@@ -20,6 +20,7 @@ from engram.errors import Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
+from engram.sdk._retrieval import RetrievalCalls
 from engram.sdk._retry import Retry, headers_for
 from engram.sdk._soul import SoulCalls
 
@@ -144,6 +145,8 @@ class AsyncEnvironments(_Resource[EnvironmentCalls]):
 class Accounts(_Resource[AccountCalls]):
     me = _Sync(AccountCalls.me)
     users = _Sync(AccountCalls.users)
+    user = _Sync(AccountCalls.user)
+    key = _Sync(AccountCalls.key)
     create_user = _Sync(AccountCalls.create_user)
     set_password = _Sync(AccountCalls.set_password)
     keys = _Sync(AccountCalls.keys)
@@ -156,6 +159,8 @@ class Accounts(_Resource[AccountCalls]):
 class AsyncAccounts(_Resource[AccountCalls]):
     me = _Async(AccountCalls.me)
     users = _Async(AccountCalls.users)
+    user = _Async(AccountCalls.user)
+    key = _Async(AccountCalls.key)
     create_user = _Async(AccountCalls.create_user)
     set_password = _Async(AccountCalls.set_password)
     keys = _Async(AccountCalls.keys)
@@ -233,6 +238,16 @@ class AsyncLifecycle(_Resource[LifecycleCalls]):
     resolve_review = _Async(LifecycleCalls.resolve_review)
 
 
+class _SyncRetrieval(_Resource[RetrievalCalls]):
+    search = _Sync(RetrievalCalls.search)
+    context = _Sync(RetrievalCalls.context)
+
+
+class _AsyncRetrieval(_Resource[RetrievalCalls]):
+    search = _Async(RetrievalCalls.search)
+    context = _Async(RetrievalCalls.context)
+
+
 # -- clients ---------------------------------------------------------------------------------
 class Client:
     """``Client(url=None, token=None)``; use as a context manager or call :meth:`close`.
@@ -242,7 +257,8 @@ class Client:
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
     add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
-    maintain, reviews, resolve_review).
+    maintain, reviews, resolve_review); ``client.search(query)`` and ``client.context(query)``
+    are the calls an app makes around each LLM call.
 
     Writes carry a fresh ``Idempotency-Key`` each, and failures that are safe to retry (the
     connection lost, 429, 503) are retried as ``retry`` says (:class:`Retry`: 5 tries with
@@ -275,6 +291,9 @@ class Client:
         self.soul = Soul(self._send, SoulCalls())
         self.extraction = Extraction(self._send, ExtractionCalls())
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
+        retrieval = _SyncRetrieval(self._send, RetrievalCalls())
+        self.search = retrieval.search
+        self.context = retrieval.context
 
     def _send(self, call: Call[T]) -> T:
         request = _request(call)
@@ -330,6 +349,9 @@ class AsyncClient:
         self.soul = AsyncSoul(self._send, SoulCalls())
         self.extraction = AsyncExtraction(self._send, ExtractionCalls())
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
+        retrieval = _AsyncRetrieval(self._send, RetrievalCalls())
+        self.search = retrieval.search
+        self.context = retrieval.context
 
     async def _send(self, call: Call[T]) -> T:
         request = _request(call)

@@ -1,24 +1,31 @@
-"""Context assembly: the best of every layer packed into a token budget, Soul first.
+"""Context assembly: the evidence for a query packed into a token budget, Soul first.
 
-Search all three layers, keep the memories that clear their layer's threshold, take up to
-``max_facts`` facts (and a few episodes and procedures), and pack them by score into per-tier
-token budgets; budget a tier leaves unused flows to the next. Tokens are counted with a real
+Search the three layers (delivered messages are episodes of category ``message``), keep the
+memories that qualify (cosine over their layer's floor, or stream relevance over
+``ScoringConfig.context_relevance``), and pack them in two passes: each tier first gets its
+guaranteed share of ``max_tokens`` (``Budgets``), then whatever is left goes to the best
+remaining candidates of any tier, until the budget is full or nothing qualifies. Caps on the
+number of items per tier are optional. One piece of evidence takes one slot: an extracted fact
+and the message it came from are not both packed, nor an episode whose messages are all in.
+Every line carries its date (when it was said, or recorded). Tokens are counted with a real
 tokenizer, and the rendered block never exceeds ``max_tokens``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
 from html import escape
 from typing import Literal
 
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput
+from engram.extraction.turns import is_message, message_id_of, source_ids
 from engram.limits import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
-from engram.models import Layer, Memory, MemoryFilter
+from engram.models import MESSAGE_CATEGORY, Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
     AssembledContext,
     ContextItem,
@@ -27,11 +34,12 @@ from engram.retrieval.models import (
     SearchMode,
 )
 from engram.service.environments import EnvironmentService
-from engram.service.search import SearchService
+from engram.service.search import Ranked, SearchService
 from engram.store import Store
+from engram.store.protocol import Hit
 from engram.tokens import count_tokens
 
-TierName = Literal["facts", "episodes", "procedures"]
+TierName = Literal["facts", "messages", "episodes", "procedures"]
 
 
 @dataclass(frozen=True)
@@ -48,49 +56,222 @@ SoulRenderer = Callable[[Actor, str | None, int], SoulBlock]
 
 @dataclass(frozen=True)
 class Budgets:
-    """Shares of ``max_tokens`` per tier (unused budget flows down the list)."""
+    """Guaranteed shares of ``max_tokens`` per tier; what a tier leaves unused, and whatever
+    no share claims, goes to the best remaining candidates of any tier."""
 
     soul: float = 0.25
-    facts: float = 0.45
-    episodes: float = 0.2
-    procedures: float = 0.1
+    facts: float = 0.3
+    messages: float = 0.15
+    episodes: float = 0.1
+    procedures: float = 0.05
 
     def __post_init__(self) -> None:
-        shares = (self.soul, self.facts, self.episodes, self.procedures)
+        shares = (self.soul, self.facts, self.messages, self.episodes, self.procedures)
         if any(s < 0 for s in shares) or sum(shares) > 1.0001:
             raise InvalidInput("tier budgets must be non-negative shares that sum to at most 1")
 
+    def share(self, tier: TierName) -> float:
+        return float(getattr(self, tier))
 
+
+TIERS: tuple[TierName, ...] = ("facts", "messages", "episodes", "procedures")
 _TAGS: dict[TierName, str] = {
     "facts": "memories",
+    "messages": "conversation",
     "episodes": "episodes",
     "procedures": "procedures",
 }
-_LAYERS: dict[TierName, Layer] = {
-    "facts": Layer.FACT,
-    "episodes": Layer.EPISODE,
-    "procedures": Layer.PROCEDURE,
-}
 MIN_TOKENS, MAX_TOKENS = MIN_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS
+MAX_ITEMS = 1000
 KEYWORD_POOL = 100
+TOKENS_PER_CANDIDATE = 25
+"""Candidates kept per layer: one per this many tokens of budget (20 to 200)."""
+STREAM_DEPTH = 1.5
+"""Each stream's candidates per layer, as a multiple of the candidates kept (at least 100)."""
+READ_AHEAD = 16
+"""Memories read at once when packing reaches one not read yet."""
+
+
+def tier_of(memory: Memory) -> TierName:
+    return _tier(memory.layer, memory.category)
+
+
+def _tier(layer: Layer, category: str) -> TierName:
+    if layer is Layer.FACT:
+        return "facts"
+    if layer is Layer.PROCEDURE:
+        return "procedures"
+    return "messages" if category == MESSAGE_CATEGORY else "episodes"
+
+
+def said_on(memory: Memory) -> str:
+    """The day a memory was said (a message, an extracted memory: its messages' time) or
+    recorded."""
+    start = memory.episode.period_start if memory.episode is not None else None
+    return (start or memory.created_at).date().isoformat()
 
 
 def render_item(memory: Memory) -> str:
-    """One memory as one line of the prompt."""
+    """One memory as one line of the prompt, starting with its date."""
     text = " ".join(memory.content.split())
+    when = f"({said_on(memory)}) "
     if memory.procedure is not None:
         proc = memory.procedure
         steps = " ".join(f"{n}. {s}" for n, s in enumerate(proc.steps, 1))
-        when = f" (when: {proc.trigger})" if proc.trigger else ""
-        line = f"{proc.name}{when}: {text}" + (f" Steps: {steps}" if steps else "")
+        trigger = f" (when: {proc.trigger})" if proc.trigger else ""
+        line = f"{when}{proc.name}{trigger}: {text}" + (f" Steps: {steps}" if steps else "")
+    elif is_message(memory):
+        line = when + text
     elif memory.episode is not None:
-        start = memory.episode.period_start or memory.created_at
-        line = f"({start.date().isoformat()}) {text}"
+        line = when + text
         if memory.episode.key_decisions:
             line += " Decisions: " + "; ".join(memory.episode.key_decisions)
     else:
-        line = f"[{memory.category}] {text}"
+        line = f"{when}[{memory.category}] {text}"
     return "- " + escape(line, quote=False) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _overheads() -> dict[TierName, int]:
+    return {t: count_tokens(f"<{_TAGS[t]}>\n</{_TAGS[t]}>\n") for t in TIERS}
+
+
+@lru_cache(maxsize=50_000)
+def line_tokens(line: str) -> int:
+    """The tokens of one rendered line (lines recur across queries: counted once)."""
+    return count_tokens(line)
+
+
+@lru_cache(maxsize=1)
+def min_line_tokens() -> int:
+    """No rendered line is shorter than this (its date, then at least one token): once less
+    is left, nothing more fits."""
+    return count_tokens("- (2000-01-01)") + 1
+
+
+class _Pool:
+    """The qualifying candidates, best first; each memory is read only when packing reaches
+    it (with the next few of the same walk, in one read)."""
+
+    def __init__(
+        self,
+        order: Sequence[tuple[str, TierName]],
+        load: Callable[[list[str]], list[ScoredMemory]],
+        loaded: Sequence[ScoredMemory] = (),
+    ) -> None:
+        self.order = list(order)
+        self._load = load
+        self._loaded = {r.memory.id: r for r in loaded}
+        self._gone: set[str] = set()
+
+    def of(self, tier: TierName) -> list[tuple[str, TierName]]:
+        return [o for o in self.order if o[1] == tier]
+
+    def get(self, walk: Sequence[tuple[str, TierName]], at: int) -> ScoredMemory | None:
+        memory_id = walk[at][0]
+        if memory_id not in self._loaded and memory_id not in self._gone:
+            chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
+                :READ_AHEAD
+            ]
+            for r in self._load(chunk):
+                self._loaded[r.memory.id] = r
+            self._gone.update(i for i in chunk if i not in self._loaded)
+        return self._loaded.get(memory_id)
+
+
+@dataclass
+class _Packing:
+    """The state of one packing: what is in, what it covers, what it cost."""
+
+    budget: int
+    caps: dict[TierName, int | None]
+    used: int = 0
+    items: dict[TierName, list[tuple[ScoredMemory, ContextItem]]] = field(
+        default_factory=lambda: {t: [] for t in TIERS}
+    )
+    chosen: set[str] = field(default_factory=set)
+    messages_in: set[str] = field(default_factory=set)
+    """Message ids packed as messages."""
+    facts_from: set[str] = field(default_factory=set)
+    """Message ids that a packed fact was read from."""
+    texts: set[str] = field(default_factory=set)
+    lines: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Each candidate's rendered line and its tokens, rendered once."""
+    dropped: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
+    duplicates: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
+    overhead: dict[TierName, int] = field(default_factory=lambda: _overheads())
+
+    def tier_used(self, tier: TierName) -> int:
+        items = self.items[tier]
+        return sum(i.tokens for _, i in items) + (self.overhead[tier] if items else 0)
+
+    def full(self, tier: TierName) -> bool:
+        cap = self.caps[tier]
+        return cap is not None and len(self.items[tier]) >= cap
+
+    def duplicate(self, r: ScoredMemory) -> bool:
+        """Whether the evidence of ``r`` is already in: its text, its message (packed, or the
+        source of a packed fact), or every message it was read from."""
+        memory = r.memory
+        if " ".join(memory.content.split()).casefold() in self.texts:
+            return True
+        own = message_id_of(memory)
+        if own is not None:
+            return own in self.facts_from or own in self.messages_in
+        sources = source_ids(memory)
+        if not sources:
+            return False
+        if memory.layer is Layer.FACT:
+            return all(s in self.messages_in for s in sources)
+        return all(s in self.messages_in or s in self.facts_from for s in sources)
+
+    def offer(self, r: ScoredMemory, limit: int) -> bool:
+        """Pack ``r`` if it fits ``limit`` tokens (of its tier, or in all) and is new."""
+        memory = r.memory
+        tier = tier_of(memory)
+        if memory.id in self.chosen:
+            return False
+        cap = self.caps[tier]
+        if cap is not None and len(self.items[tier]) >= cap:
+            return False
+        if self.duplicate(r):
+            self.duplicates[tier] += 1
+            self.chosen.add(memory.id)
+            return False
+        if memory.id not in self.lines:
+            rendered = render_item(memory)
+            self.lines[memory.id] = (rendered, line_tokens(rendered))
+        line, tokens = self.lines[memory.id]
+        cost = tokens + (0 if self.items[tier] else self.overhead[tier])
+        if self.used + cost > min(limit, self.budget):
+            self.dropped[tier] += 1
+            return False
+        self.used += cost
+        self.chosen.add(memory.id)
+        self.texts.add(" ".join(memory.content.split()).casefold())
+        own = message_id_of(memory)
+        if own is not None:
+            self.messages_in.add(own)
+        elif memory.layer is Layer.FACT:
+            self.facts_from.update(source_ids(memory))
+        self.items[tier].append(
+            (
+                r,
+                ContextItem(
+                    memory_id=memory.id,
+                    layer=memory.layer,
+                    score=r.score,
+                    tokens=tokens,
+                    text=line.rstrip("\n"),
+                    breakdown=r.breakdown,
+                    said_on=said_on(memory),
+                    author=memory.author,
+                    thread=memory.thread,
+                    sources=source_ids(memory),
+                ),
+            )
+        )
+        return True
 
 
 class ContextService:
@@ -115,25 +296,32 @@ class ContextService:
         *,
         environment: str | None = None,
         max_tokens: int = 2000,
-        max_facts: int = 15,
-        max_episodes: int = 3,
-        max_procedures: int = 3,
+        max_facts: int | None = None,
+        max_episodes: int | None = None,
+        max_procedures: int | None = None,
+        max_messages: int | None = None,
         budgets: Budgets | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         preview: bool = False,
     ) -> AssembledContext:
         """Build the system-prompt block for ``query`` (empty: a start-of-session brief ranked
-        by importance, confidence, recency and frequency). ``preview`` shows what would be sent
-        without counting accesses."""
+        by importance, confidence, recency and frequency). ``max_*``: optional caps on the
+        items of a tier (None: as many as the budget holds). ``preview`` shows what would be
+        sent without counting accesses."""
         if not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
             raise InvalidInput(
                 f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS}, got {max_tokens}"
             )
-        for name, value in (("max_facts", max_facts), ("max_episodes", max_episodes)):
-            if not 0 <= value <= 100:
-                raise InvalidInput(f"{name} must be between 0 and 100, got {value}")
-        if not 0 <= max_procedures <= 100:
-            raise InvalidInput(f"max_procedures must be between 0 and 100, got {max_procedures}")
+        caps: dict[TierName, int | None] = {
+            "facts": max_facts,
+            "messages": max_messages,
+            "episodes": max_episodes,
+            "procedures": max_procedures,
+        }
+        for tier, cap in caps.items():
+            if cap is not None and not 0 <= cap <= MAX_ITEMS:
+                name = "max_" + tier
+                raise InvalidInput(f"{name} must be between 0 and {MAX_ITEMS}, got {cap}")
         budgets = budgets or Budgets()
         t0 = time.perf_counter()
         env = self._envs.resolve(environment, actor)
@@ -141,8 +329,8 @@ class ContextService:
 
         tiers: list[ContextTier] = []
         parts: list[str] = []
-        carry = 0
         soul_budget = int(max_tokens * budgets.soul)
+        soul_used = 0
         if self.soul is not None and soul_budget > 0:
             block = self.soul(actor, env.id, soul_budget)
             tiers.append(
@@ -150,50 +338,26 @@ class ContextService:
             )
             if block.text:
                 parts.append(block.text.rstrip("\n") + "\n")
-            carry = soul_budget - block.tokens
-        else:
-            carry = soul_budget
+            soul_used = block.tokens
         timings["soul_ms"] = _ms(t0)
 
         t1 = time.perf_counter()
-        limits: dict[TierName, int] = {
-            "facts": max_facts,
-            "episodes": max_episodes,
-            "procedures": max_procedures,
-        }
-        keyword: dict[Layer, dict[str, float]] | None = None
-        if query.strip() and mode is not SearchMode.SEMANTIC:
-            # one keyword query for all three layers; the vector scan is shared the same way
-            everything = MemoryFilter(environment_ids=[env.id], layers=list(_LAYERS.values()))
-            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
-        candidates = {
-            tier: self._candidates(
-                query,
-                env.id,
-                _LAYERS[tier],
-                limit,
-                mode,
-                None if keyword is None else keyword[_LAYERS[tier]],
-            )
-            for tier, limit in limits.items()
-        }
+        candidates = self._candidates(query, env.id, mode, max_tokens, caps)
         timings["search_ms"] = _ms(t1)
 
         t2 = time.perf_counter()
-        included: list[str] = []
-        shares: list[tuple[TierName, float]] = [
-            ("facts", budgets.facts),
-            ("episodes", budgets.episodes),
-            ("procedures", budgets.procedures),
-        ]
-        for tier, share in shares:
-            budget = int(max_tokens * share) + carry
-            packed, text = self._pack(tier, candidates[tier], limits[tier], budget)
-            tiers.append(packed)
+        packing = _Packing(budget=max_tokens - soul_used, caps=caps)
+        for tier in TIERS:  # each tier's guaranteed share first
+            share = int(max_tokens * budgets.share(tier))
+            self._walk(candidates, candidates.of(tier), packing, packing.used + share)
+        packing.dropped = dict.fromkeys(TIERS, 0)
+        # then the best of what is left, whatever its tier
+        self._walk(candidates, candidates.order, packing, packing.budget)
+        for tier in TIERS:
+            tiers.append(self._tier(tier, packing, int(max_tokens * budgets.share(tier))))
+            text = _section(tier, [i for _, i in self._ordered(tier, packing)])
             if text:
                 parts.append(text)
-            included.extend(i.memory_id for i in packed.items)
-            carry = budget - packed.used
         text = "".join(parts)
         tokens = count_tokens(text)
         while tokens > max_tokens and parts:  # BPE merges across lines; trim to be exact
@@ -202,6 +366,7 @@ class ContextService:
             tokens = count_tokens(text)
         timings["pack_ms"] = _ms(t2)
 
+        included = [i.memory_id for t in tiers for i in t.items if i.text in text]
         if included and not preview:
             self._store.record_access(included, self._clock())
         timings["total_ms"] = _ms(t0)
@@ -216,64 +381,112 @@ class ContextService:
             preview=preview,
         )
 
+    @staticmethod
+    def _walk(
+        pool: _Pool, walk: Sequence[tuple[str, TierName]], packing: _Packing, limit: int
+    ) -> None:
+        """Offer the candidates of ``walk`` in order until ``limit`` tokens are used; those
+        left once nothing more can fit count as dropped."""
+        smallest = min_line_tokens()
+        for at, (memory_id, tier) in enumerate(walk):
+            if memory_id in packing.chosen or packing.full(tier):
+                continue
+            if min(limit, packing.budget) - packing.used < smallest:
+                packing.dropped[tier] += 1
+                continue
+            r = pool.get(walk, at)
+            if r is not None:
+                packing.offer(r, limit)
+
+    @staticmethod
+    def _ordered(tier: TierName, packing: _Packing) -> list[tuple[ScoredMemory, ContextItem]]:
+        items = packing.items[tier]
+        if tier != "messages":
+            return items
+        # the turns of a conversation read best in the order they were said
+        return sorted(
+            items,
+            key=lambda p: (
+                p[0].memory.created_at,
+                p[0].memory.thread or "",
+                int(p[0].memory.metadata.get("position", 0) or 0),
+            ),
+        )
+
+    def _tier(self, tier: TierName, packing: _Packing, share: int) -> ContextTier:
+        return ContextTier(
+            name=tier,
+            budget=share,
+            used=packing.tier_used(tier),
+            items=[i for _, i in self._ordered(tier, packing)],
+            dropped=packing.dropped[tier],
+            duplicates=packing.duplicates[tier],
+        )
+
     def _candidates(
         self,
         query: str,
         env_id: str,
-        layer: Layer,
-        limit: int,
         mode: SearchMode,
-        keyword: dict[str, float] | None,
-    ) -> list[ScoredMemory]:
-        if limit == 0:
-            return []
-        flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
-        ranked = self._search.rank(
-            query, flt, mode=mode, limit=min(200, max(limit * 3, 10)), keyword=keyword
-        )
+        max_tokens: int,
+        caps: dict[TierName, int | None],
+    ) -> _Pool:
+        """Every qualifying candidate of every layer, best first (read lazily)."""
+        pool = max(20, min(200, max_tokens // TOKENS_PER_CANDIDATE))
+        layers = {
+            Layer.FACT: caps["facts"],
+            Layer.EPISODE: _largest(caps["episodes"], caps["messages"]),
+            Layer.PROCEDURE: caps["procedures"],
+        }
+        wanted = {layer: cap for layer, cap in layers.items() if cap != 0}
         if not query.strip():
-            return ranked
+            ranked: list[ScoredMemory] = []
+            for layer, cap in wanted.items():
+                limit = pool if cap is None else min(pool, max(cap * 3, 10))
+                flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
+                ranked += self._search.rank(query, flt, mode=mode, limit=limit)
+            ranked.sort(key=lambda r: (-r.score, r.memory.id))
+            order = [(r.memory.id, tier_of(r.memory)) for r in ranked]
+            return _Pool(order, lambda ids: [], ranked)
+        keyword: dict[Layer, list[Hit]] | None = None
+        if mode is not SearchMode.SEMANTIC:
+            # one keyword query for all layers; the vector scan is shared the same way
+            everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
+            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
+        scored: list[Ranked] = []
+        for layer, cap in wanted.items():
+            limit = pool if cap is None else min(pool, max(cap * 3, 10))
+            flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
+            k = max(100, int(limit * STREAM_DEPTH))
+            found = self._search.score(
+                query, flt, mode=mode, k=k, keyword=None if keyword is None else keyword[layer]
+            )
+            scored += self._qualifying(found, layer)[:limit]
+        scored.sort(key=lambda r: (-r.score, r.memory_id))
+        by_id = {r.memory_id: r for r in scored}
+        order = [(r.memory_id, _tier(r.layer, r.category)) for r in scored]
+        return _Pool(order, lambda ids: self._search.materialize([by_id[i] for i in ids]))
+
+    def _qualifying(self, ranked: Sequence[Ranked], layer: Layer) -> list[Ranked]:
         cfg = self._search.scoring
         floor = cfg.similarity_floor(layer, self._search.model_id)
         return [
             r
             for r in ranked
-            if (r.breakdown.semantic_similarity or 0.0) >= floor
-            or (r.breakdown.keyword_norm or 0.0) >= cfg.min_keyword_norm
+            if (r.fused.similarity or 0.0) >= floor
+            or (r.fused.relevance or 0.0) >= cfg.context_relevance
         ]
 
-    def _pack(
-        self, tier: TierName, ranked: list[ScoredMemory], limit: int, budget: int
-    ) -> tuple[ContextTier, str]:
-        tag = _TAGS[tier]
-        head, tail = f"<{tag}>\n", f"</{tag}>\n"
-        overhead = count_tokens(head + tail)
-        items: list[ContextItem] = []
-        used = overhead
-        dropped = 0
-        for r in ranked:
-            if len(items) >= limit:
-                break
-            line = render_item(r.memory)
-            cost = count_tokens(line)
-            if used + cost > budget:
-                dropped += 1
-                continue
-            used += cost
-            items.append(
-                ContextItem(
-                    memory_id=r.memory.id,
-                    layer=r.memory.layer,
-                    score=r.score,
-                    tokens=cost,
-                    text=line.rstrip("\n"),
-                    breakdown=r.breakdown,
-                )
-            )
-        if not items:
-            return ContextTier(name=tier, budget=budget, used=0, dropped=dropped), ""
-        body = head + "".join(i.text + "\n" for i in items) + tail
-        return ContextTier(name=tier, budget=budget, used=used, items=items, dropped=dropped), body
+
+def _largest(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else max(a, b)
+
+
+def _section(tier: TierName, items: Sequence[ContextItem]) -> str:
+    if not items:
+        return ""
+    tag = _TAGS[tier]
+    return f"<{tag}>\n" + "".join(i.text + "\n" for i in items) + f"</{tag}>\n"
 
 
 def _ms(start: float) -> float:

@@ -87,6 +87,7 @@ class Engram:
         self.extraction = ExtractionService(
             self.lifecycle,
             self.environments,
+            self.memories,
             store.conversations,
             clock,
             scrubber=self.scrubber,

@@ -1,5 +1,9 @@
 """Learning from conversations: store messages, extract proposals, pass them to the lifecycle.
 
+Every stored message also becomes a searchable memory of its own (``extraction.turns``), so
+what was said can be found even when no rule kept it; extracted memories carry the time of the
+messages they came from and absolute dates beside relative ones (``extraction.dates``).
+
 ``extract`` reads a whole conversation (or a stored one's messages not yet extracted);
 ``add_messages`` appends to a growing conversation and extracts every N assistant messages over
 the last M messages. Both are idempotent on re-delivery: messages are deduplicated by their
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from engram.accounts import Role as Access
 from engram.actors import Actor
@@ -26,19 +31,23 @@ from engram.extraction.conversation import (
     Role,
     Transcript,
 )
+from engram.extraction.dates import annotate
 from engram.extraction.proposals import Extraction, Proposal
 from engram.extraction.results import ConversationInput, ExtractionResult, Outcome
 from engram.extraction.rules import Extractor, RuleExtractor
+from engram.extraction.turns import message_memories
 from engram.ids import new_id
 from engram.lifecycle.report import WriteOutcome
 from engram.limits import MAX_MESSAGES
-from engram.models import Layer
+from engram.models import Layer, NewMemory
 from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle import LifecycleService
+from engram.service.memories import MemoryService
 from engram.store.conversations import ConversationStore
 
 MAX_MESSAGE_PAGE = 500
+MESSAGE_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,7 @@ class ExtractionService:
         self,
         lifecycle: LifecycleService,
         environments: EnvironmentService,
+        memories: MemoryService,
         conversations: ConversationStore,
         clock: Clock,
         *,
@@ -68,6 +78,7 @@ class ExtractionService:
     ) -> None:
         self._lifecycle = lifecycle
         self._environments = environments
+        self._memories = memories  # delivered messages, kept searchable as given
         self._scrubber = scrubber or Scrubber()
         self.conversations = conversations
         self._clock = clock
@@ -136,11 +147,25 @@ class ExtractionService:
             return self.get_conversation(new.id or conv.id, actor, Access.WRITER)
         return conv
 
-    def _append(self, conv: Conversation, messages: Sequence[NewMessage]) -> list[Message]:
+    def _append(
+        self, conv: Conversation, messages: Sequence[NewMessage], actor: Actor
+    ) -> list[Message]:
+        """Store the messages not stored yet, and each of them as a searchable memory."""
         if len(messages) > MAX_MESSAGES:
             raise InvalidInput(f"at most {MAX_MESSAGES} messages per call, got {len(messages)}")
         ids = [new_id("msg_") for _ in messages]
-        return self.conversations.append_messages(conv.id, messages, ids)
+        added = self.conversations.append_messages(conv.id, messages, ids)
+        if added:
+            first = added[0].position
+            before = (
+                self.conversations.messages(conv.id, after=first - 2, limit=1) if first > 1 else []
+            )
+            news = message_memories(conv, added, before[0] if before else None, now=self._clock())
+            for start in range(0, len(news), MESSAGE_BATCH):
+                self._memories.add_many(
+                    news[start : start + MESSAGE_BATCH], actor, conv.environment_id
+                )
+        return added
 
     # -- extraction --------------------------------------------------------------------------
     def extract(
@@ -192,7 +217,7 @@ class ExtractionService:
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
             ).model_copy(update=redactions)
         conv = self.start(data.conversation, actor, environment)
-        added = self._append(conv, data.messages)
+        added = self._append(conv, data.messages, actor)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
@@ -218,7 +243,7 @@ class ExtractionService:
         )
         redactions = {"redactions": found.as_dict()}
         conv = self.start(new, actor, environment)
-        added = self._append(conv, messages)
+        added = self._append(conv, messages, actor)
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
         name = getattr(self.extractor, "name", "rules")
@@ -291,20 +316,35 @@ class ExtractionService:
             # another delivery extracted these messages first
             return result.model_copy(update={"proposals": []})
         try:
-            outcomes, via = self._store(proposals, conv, actor)
+            outcomes, via = self._store(proposals, conv, actor, context)
         except BaseException:
             self.conversations.advance_extraction(conv.id, new_state, state)
             raise
         return result.model_copy(update={"outcomes": outcomes, "stored_via": via})
 
     def _store(
-        self, proposals: list[Proposal], conv: Conversation, actor: Actor
+        self,
+        proposals: list[Proposal],
+        conv: Conversation,
+        actor: Actor,
+        messages: Sequence[Message] = (),
     ) -> tuple[list[Outcome], str | None]:
         if not proposals:
             return [], None
-        news = [p.to_new_memory(conv.id) for p in proposals]
+        said = {m.id: m.created_at for m in messages if m.created_at is not None}
+        news = [_dated(p.to_new_memory(conv.id), p, said) for p in proposals]
         decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
         return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
+
+
+def _dated(new: NewMemory, proposal: Proposal, said: dict[str, datetime]) -> NewMemory:
+    """A proposal made when its messages were said: the latest of their times becomes the
+    memory's time, and relative dates in it get the absolute date beside them."""
+    times = [said[i] for i in proposal.source_message_ids if i in said]
+    if not times:
+        return new
+    at = max(times)
+    return new.model_copy(update={"created_at": at, "content": annotate(new.content, at)})
 
 
 def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:

@@ -1,9 +1,15 @@
 """Hybrid search: keyword (BM25) and semantic candidates fused into one relevance, ranked by the
-five-factor score, each result with its breakdown. Reading through search counts as an access."""
+five-factor score, each result with its breakdown.
+
+Relevance is comparable across queries (``retrieval.fusion``), and nothing whose relevance is
+below ``ScoringConfig.min_relevance`` is returned: a query that matches nothing finds nothing.
+Returning a result counts as an access of it (only of what is returned)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -12,17 +18,34 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.embeddings.protocol import Embedder
 from engram.errors import InvalidInput
+from engram.extraction.turns import source_ids
 from engram.models import Layer, Memory, MemoryFilter, Status
-from engram.retrieval.fusion import Fused, fuse
+from engram.retrieval.coverage import coverage
+from engram.retrieval.fusion import Fused, calibrated, fuse
 from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
-from engram.retrieval.provenance import Provenance, adjust
+from engram.retrieval.provenance import Adjusted, Provenance, adjust
 from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
 from engram.service.environments import EnvironmentService
 from engram.store import Store
-from engram.store.protocol import Vector
+from engram.store.protocol import Hit, Vector
+from engram.text import content_words
 
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A candidate scored from its rank fields, before its memory is read."""
+
+    memory_id: str
+    layer: Layer
+    category: str
+    score: float
+    fused: Fused
+    adjusted: Adjusted
+    values: tuple[float, ...]
+    weights: tuple[float, ...]
 
 
 class SearchService:
@@ -94,24 +117,42 @@ class SearchService:
         *,
         mode: SearchMode,
         limit: int,
-        keyword: dict[str, float] | None = None,
+        keyword: Sequence[Hit] | None = None,
     ) -> list[ScoredMemory]:
         """Rank memories matching ``flt`` (environment already resolved) for ``query``.
-        ``keyword``: BM25 hits already fetched by the caller (context assembly fetches them
-        once for every layer)."""
+        ``keyword``: keyword hits already fetched by the caller. Only the memories returned
+        are read."""
+        self._check(query, mode, limit)
+        if not query.strip():
+            return self._rank_without_query(flt, limit, self._clock())
+        k = max(self._candidates, limit * 3)
+        return self.materialize(self.score(query, flt, mode=mode, k=k, keyword=keyword)[:limit])
+
+    def _check(self, query: str, mode: SearchMode, limit: int) -> None:
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInput(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
         if mode is SearchMode.SEMANTIC and self._embedder is None:
             raise InvalidInput("semantic search needs an embedder; this Engram is keyword-only")
-        now = self._clock()
-        if not query.strip():
-            return self._rank_without_query(flt, limit, now)
-        fused = self._candidates_for(query, flt, mode, max(self._candidates, limit * 3), keyword)
+
+    def score(
+        self,
+        query: str,
+        flt: MemoryFilter,
+        *,
+        mode: SearchMode,
+        k: int,
+        keyword: Sequence[Hit] | None = None,
+    ) -> list[Ranked]:
+        """Every candidate of ``query`` (up to ``k`` per stream) over the relevance floor,
+        scored from a few columns without reading the memories, best first."""
+        self._check(query, mode, 1)
+        fused = self._candidates_for(query, flt, mode, k, keyword)
+        floor = self.scoring.min_relevance
+        fused = {i: f for i, f in fused.items() if f.relevance >= floor}
         if not fused:
             return []
-        # score every candidate from a few columns; load whole memories only for those returned
         rows = self._store.rank_fields(list(fused))
         adjusted = adjust(
             query,
@@ -121,47 +162,57 @@ class SearchService:
             thread_weight=self.scoring.thread_weight,
             thread_top=self.scoring.thread_top,
         )
+        now = self._clock()
         scored = []
         for fields in rows:
             a = adjusted[fields.memory_id]
             values, weights = factor_values(fields, a.relevance, now, self.scoring)
-            f = fused[fields.memory_id]
-            scored.append((total(values, weights), fields.memory_id, f, a, values, weights))
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        top = scored[:limit]
-        memories = {m.id: m for m in self._store.get([s[1] for s in top])}
-        return [
-            ScoredMemory(
-                memory=memories[memory_id],
-                score=value,
-                breakdown=breakdown(
+            scored.append(
+                Ranked(
+                    fields.memory_id,
+                    fields.layer,
+                    fields.category,
+                    total(values, weights),
+                    fused[fields.memory_id],
+                    a,
                     values,
                     weights,
-                    found_by=self._streams(f),
-                    keyword_score=f.keyword_score,
-                    keyword_norm=f.keyword_norm,
-                    semantic_similarity=f.similarity,
-                    semantic_norm=f.similarity_norm,
-                    stream_relevance=f.relevance,
-                    author_named=a.author_named,
-                    thread_support=a.thread_support,
-                ),
+                )
             )
-            for value, memory_id, f, a, values, weights in top
-            if memory_id in memories
+        scored.sort(key=lambda r: (-r.score, r.memory_id))
+        return scored
+
+    def materialize(self, ranked: Sequence[Ranked]) -> list[ScoredMemory]:
+        """The memories of ``ranked`` (those that still exist), with their breakdowns."""
+        memories = {m.id: m for m in self._store.get([r.memory_id for r in ranked])}
+        return [
+            ScoredMemory(
+                memory=memories[r.memory_id],
+                score=r.score,
+                breakdown=breakdown(
+                    r.values,
+                    r.weights,
+                    found_by=self._streams(r.fused),
+                    keyword_score=r.fused.keyword_score,
+                    keyword_norm=r.fused.keyword_norm,
+                    semantic_similarity=r.fused.similarity,
+                    semantic_norm=r.fused.similarity_norm,
+                    stream_relevance=r.fused.relevance,
+                    author_named=r.adjusted.author_named,
+                    thread_support=r.adjusted.thread_support,
+                ),
+                sources=source_ids(memories[r.memory_id]),
+            )
+            for r in ranked
+            if r.memory_id in memories
         ]
 
-    def keyword_by_layer(
-        self, query: str, flt: MemoryFilter, limit: int
-    ) -> dict[Layer, dict[str, float]]:
+    def keyword_by_layer(self, query: str, flt: MemoryFilter, limit: int) -> dict[Layer, list[Hit]]:
         """One keyword search over all layers of ``flt``, its hits split by layer."""
-        hits = self._store.keyword_search(query, flt, limit=limit)
-        ids = [h.memory_id for h in hits]
-        layers = {f.memory_id: f.layer for f in self._store.rank_fields(ids)}
-        out: dict[Layer, dict[str, float]] = {layer: {} for layer in Layer}
-        for h in hits:
-            if h.memory_id in layers:
-                out[layers[h.memory_id]][h.memory_id] = h.score
+        out: dict[Layer, list[Hit]] = {layer: [] for layer in Layer}
+        for h in self._store.keyword_search(query, flt, limit=limit):
+            if h.layer is not None:
+                out[h.layer].append(h)
         return out
 
     def _candidates_for(
@@ -170,17 +221,15 @@ class SearchService:
         flt: MemoryFilter,
         mode: SearchMode,
         k: int,
-        known: dict[str, float] | None = None,
+        known: Sequence[Hit] | None = None,
     ) -> dict[str, Fused]:
-        keyword: dict[str, float] = {}
+        """Every candidate of either stream, fused."""
+        found: Sequence[Hit] = ()
         similarity: dict[str, float] = {}
         hits: set[str] = set()
         if mode is not SearchMode.SEMANTIC:
-            if known is not None:
-                keyword = known
-            else:
-                found = self._store.keyword_search(query, flt, limit=k)
-                keyword = {h.memory_id: h.score for h in found}
+            found = known if known is not None else self._store.keyword_search(query, flt, limit=k)
+        keyword = {h.memory_id: h.score for h in found}
         if mode is not SearchMode.KEYWORD and self._embedder is not None:
             vector = self._query_vector(self._embedder, query)
             if np.any(vector):
@@ -194,9 +243,11 @@ class SearchService:
                 if missing:
                     similarity.update(self._store.vector_scores(vector, model, missing))
         if mode is SearchMode.SEMANTIC:
+            low, high = self.scoring.similarity_range(self.model_id)
             return {
-                i: Fused(max(0.0, s), None, None, s, max(0.0, s), True)
+                i: Fused(c, None, None, s, c, True)
                 for i, s in similarity.items()
+                if (c := calibrated(s, low, high)) is not None
             }
         return fuse(
             keyword,
@@ -204,8 +255,17 @@ class SearchService:
             self.scoring.keyword_weight,
             self.scoring.semantic_weight,
             hits,
-            self.scoring.similarity_baseline(self.model_id),
+            self.scoring.similarity_range(self.model_id),
+            self._coverage(query, found),
         )
+
+    @staticmethod
+    def _coverage(query: str, found: Sequence[Hit]) -> dict[str, float]:
+        """How much of the query each keyword hit contains (from the text it carries)."""
+        if not found:
+            return {}
+        n = len(set(content_words(query)))
+        return {h.memory_id: coverage(n, len(h.matched), len(h.matched_context)) for h in found}
 
     def _query_vector(self, embedder: Embedder, query: str) -> Vector:
         # context assembly ranks each layer for the same query: embed it once

@@ -111,6 +111,7 @@ class RowMapper:
             keyword_context=values["keyword_context"],
             thread=values["thread"],
             version=values["version"],
+            redactions={},  # given, so pydantic computes no default (slow: it inspects the factory)
         )
 
     def environment(self, row: Sequence[Any]) -> Environment:
@@ -140,7 +141,15 @@ class RowMapper:
 
     def rank_fields(self, row: Sequence[Any]) -> RankFields:
         """From ``id, layer, importance, confidence, updated_at, access_count, author,
-        thread``."""
+        thread, category``."""
         return RankFields(
-            row[0], Layer(row[1]), row[2], row[3], self._time(row[4]), row[5], row[6], row[7]
+            row[0],
+            Layer(row[1]),
+            row[2],
+            row[3],
+            self._time(row[4]),
+            row[5],
+            row[6],
+            row[7],
+            row[8],
         )

@@ -42,10 +42,17 @@ class Change:
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A candidate from one search stream: the memory id and that stream's raw score
-    (BM25 for keyword, higher is better; cosine similarity for semantic)."""
+    (BM25 for keyword, higher is better; cosine similarity for semantic). A keyword hit also
+    says what matched, as the keyword index itself stems words: the query's content words
+    found in the memory's own text (``matched``), those found only in its keyword-only context
+    (``matched_context``), and its layer; callers tell how much of the query it covers without
+    reading the memory."""
 
     memory_id: str
     score: float
+    matched: frozenset[str] = frozenset()
+    matched_context: frozenset[str] = frozenset()
+    layer: Layer | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,7 @@ class RankFields:
     access_count: int
     author: str | None = None
     thread: str | None = None
+    category: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +226,9 @@ class Store(Protocol):
 
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        """Full-text candidates, best first. ``query`` is plain user text, never raw syntax."""
+        """Full-text candidates, best first, each with the query words it matched and its
+        layer. ``query`` is plain user text, never raw syntax; its words are
+        ``engram.text.content_words(query)``."""
         ...
 
     def vector_search(

@@ -24,9 +24,14 @@ class ContextIn(InputModel):
     )
     environment: str | None = Field(default=None, max_length=200)
     max_tokens: StrictInt = Field(default=2000, ge=MIN_CONTEXT_TOKENS, le=MAX_CONTEXT_TOKENS)
-    max_facts: StrictInt = Field(default=15, ge=0, le=100)
-    max_episodes: StrictInt = Field(default=3, ge=0, le=100)
-    max_procedures: StrictInt = Field(default=3, ge=0, le=100)
+    max_facts: StrictInt | None = Field(
+        default=None, ge=0, le=1000, description="a cap on facts; none: as many as fit"
+    )
+    max_messages: StrictInt | None = Field(
+        default=None, ge=0, le=1000, description="a cap on conversation messages"
+    )
+    max_episodes: StrictInt | None = Field(default=None, ge=0, le=1000)
+    max_procedures: StrictInt | None = Field(default=None, ge=0, le=1000)
     mode: SearchMode = SearchMode.HYBRID
 
 
@@ -39,6 +44,7 @@ def _assemble(
         environment=body.environment,
         max_tokens=body.max_tokens,
         max_facts=body.max_facts,
+        max_messages=body.max_messages,
         max_episodes=body.max_episodes,
         max_procedures=body.max_procedures,
         mode=body.mode,

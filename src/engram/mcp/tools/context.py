@@ -8,12 +8,16 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from engram.mcp.binding import Binding
+from engram.mcp.tools import _compact
 from engram.mcp.tools._common import READ, Environment, tool
 from engram.models import Layer, MemoryFilter
-from engram.retrieval.models import AssembledContext, SearchMode, SearchResult
+from engram.retrieval.models import AssembledContext, SearchMode
 
 MaxTokens = Annotated[int, Field(ge=64, le=200_000, description="Token budget of the block.")]
 Query = Annotated[str, Field(description="What the task is about; empty for a general brief.")]
+Details = Annotated[
+    bool, Field(description="Also return every item in full with its score breakdown.")
+]
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:
@@ -26,17 +30,21 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         limit: Annotated[int, Field(ge=1, le=200)] = 10,
         mode: SearchMode = SearchMode.HYBRID,
         include_superseded: bool = False,
+        details: Details = False,
         environment: Environment = None,
-    ) -> SearchResult:
-        """Search stored memories (keyword + semantic) before answering anything that depends
-        on the user's preferences, past decisions or project history. Each result has its
-        score and a breakdown (relevance, importance, confidence, recency, frequency)."""
+    ) -> _compact.Recalled:
+        """Search stored memories and delivered conversation messages (keyword + semantic)
+        before answering anything that depends on the user's preferences, past decisions,
+        what was said, or project history. Returns compact hits (id, one line starting with
+        its date, score, source message ids) and the answer's own token count; details=true
+        adds each memory in full with its score breakdown. Only results above the relevance
+        floor are returned: an empty list means nothing relevant is stored."""
         flt = MemoryFilter(
             layers=[layer] if layer else [],
             categories=[category] if category else [],
             tags=tags or [],
         )
-        return b.engram.search.search(
+        found = b.engram.search.search(
             b.current_actor(),
             query,
             environment=b.env(environment),
@@ -45,16 +53,24 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             include_superseded=include_superseded,
             limit=limit,
         )
+        return _compact.recalled(query, found.items, details)
 
     @tool(server, "Get context", READ)
     def get_context(
-        query: Query = "", max_tokens: MaxTokens = 2000, environment: Environment = None
-    ) -> AssembledContext:
-        """The Soul plus the most relevant facts, episodes and procedures, packed into one
-        prompt block within max_tokens. Call it at the start of a session or a new task."""
-        return b.engram.context.assemble(
+        query: Query = "",
+        max_tokens: MaxTokens = 2000,
+        details: Details = False,
+        environment: Environment = None,
+    ) -> _compact.Context:
+        """The Soul plus the relevant facts, conversation messages, episodes and procedures,
+        packed into one prompt block that fills max_tokens while relevant evidence remains;
+        every line starts with the date it was said or recorded. Returns the block, one
+        compact line per item and the answer's own token count (details=true adds tiers,
+        scores and timings). Call it at the start of a session or a new task."""
+        ctx = b.engram.context.assemble(
             b.current_actor(), query, environment=b.env(environment), max_tokens=max_tokens
         )
+        return _compact.context(ctx, details)
 
     @tool(server, "Preview context", READ)
     def preview_context(

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import Any
 
 from psycopg import sql
 
 from engram.accounts import AuditEntry
-from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL
 from engram.store.postgres import keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
@@ -87,6 +88,7 @@ class PostgresStore:
         self.capture = PostgresCaptureStore(self.db)
         self.imports = PostgresImportLedger(self.db)
         self._term_frequencies = keywords.TermFrequencies()
+        self._lexeme_cache: dict[str, frozenset[str]] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -197,7 +199,7 @@ class PostgresStore:
         with self.db.reader() as conn:
             rows = conn.execute(
                 "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
-                "thread FROM memories WHERE id = ANY(%s)",
+                "thread, category FROM memories WHERE id = ANY(%s)",
                 (list(dict.fromkeys(memory_ids)),),
             ).fetchall()
         return [ROWS.rank_fields(r) for r in rows]
@@ -266,12 +268,38 @@ class PostgresStore:
                 if planned.bounded
                 else "(SELECT * FROM memories WHERE tsv @@ %s::tsquery) m"
             )
+            # own text and context lexemes of the hits kept (not of every row the sort sees)
             rows = conn.execute(
-                f"SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) FROM {source} WHERE {cond} "
-                "ORDER BY 2 DESC, m.seq DESC LIMIT %s",
+                "SELECT t.id, t.score, t.layer, tsvector_to_array(to_tsvector('english', "
+                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - "
+                "CASE WHEN t.keyword_context = '' THEN 0 ELSE 1 END))), "
+                "tsvector_to_array(to_tsvector('english', t.keyword_context)) FROM ("
+                "SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) AS score, m.layer, m.keyword_text, "
+                f"m.keyword_context, m.seq FROM {source} WHERE {cond} "
+                "ORDER BY 2 DESC, m.seq DESC LIMIT %s) t ORDER BY t.score DESC, t.seq DESC",
                 [planned.tsquery, planned.tsquery, *params, limit],
             ).fetchall()
-        return [Hit(r[0], float(r[1])) for r in rows]
+            stems = self._lexemes(conn, terms)
+        hits = []
+        for r in rows:
+            own, near = set(r[3]), set(r[4])
+            found = frozenset(w for w in terms if stems[w] & own)
+            context = frozenset(w for w in terms if stems[w] & near) - found
+            hits.append(Hit(r[0], float(r[1]), found, context, Layer(r[2])))
+        return hits
+
+    def _lexemes(self, conn: Any, words: Sequence[str]) -> dict[str, set[str]]:
+        """Each word's lexemes as the english configuration makes them (cached)."""
+        missing = [w for w in words if w not in self._lexeme_cache]
+        if missing:
+            rows = conn.execute(
+                "SELECT w, tsvector_to_array(to_tsvector('english', w)) FROM unnest(%s::text[]) w",
+                (missing,),
+            ).fetchall()
+            if len(self._lexeme_cache) > 100_000:
+                self._lexeme_cache.clear()
+            self._lexeme_cache.update((r[0], frozenset(r[1])) for r in rows)
+        return {w: set(self._lexeme_cache.get(w, frozenset())) for w in words}
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int

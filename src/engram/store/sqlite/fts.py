@@ -29,7 +29,7 @@ from engram.models import (
     search_text,
 )
 from engram.store.term_budget import COMMON_SHARE, rarest_first
-from engram.text import content_words
+from engram.text import content_words, words
 
 CONTEXT_WEIGHT = 0.5
 """BM25 weight of the keyword-only context column, relative to the memory's own text."""
@@ -122,6 +122,21 @@ def _stem(word: str) -> str:
 
 def _stems(words: Sequence[str]) -> dict[str, str]:
     return {w: _stem(w) for w in words}
+
+
+@lru_cache(maxsize=20_000)
+def _text_stems(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in words(text))
+
+
+def matched(
+    query_words: Sequence[str], text: str, context: str
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The query words the index finds in ``text``, and those it finds only in ``context``."""
+    stems = _stems(query_words)
+    own, near = _text_stems(text), _text_stems(context) if context else frozenset()
+    found = frozenset(w for w in query_words if stems[w] in own)
+    return found, frozenset(w for w in query_words if stems[w] in near) - found
 
 
 class TermCounts:

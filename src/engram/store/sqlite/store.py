@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engram.accounts import AuditEntry
-from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
+from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL
 from engram.store.idempotency import CURRENT, InFlight
 from engram.store.protocol import (
@@ -52,6 +52,7 @@ from engram.store.sqlite.rows import (
 )
 from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
+from engram.text import content_words
 
 _PLACEHOLDERS = ",".join("?" * (len(MEMORY_FIELDS) + 1))
 _INSERT = f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({_PLACEHOLDERS})"
@@ -266,7 +267,7 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             rows = conn.execute(
                 "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
-                f"thread FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                f"thread, category FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
             out.extend(ROWS.rank_fields(r) for r in rows)
@@ -347,13 +348,17 @@ class SQLiteStore:
             return []
         cond, params = where(flt)
         rank = fts.rank_expression()
+        # the texts are read for the hits kept, not for every row the sort sees
         rows = conn.execute(
-            f"SELECT m.id, -{rank} FROM memories_fts "
-            "JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {rank} LIMIT ?",
+            "SELECT t.id, t.score, f.text, f.context, t.layer FROM ("
+            f"SELECT m.id AS id, -{rank} AS score, m.layer AS layer, memories_fts.rowid AS seq "
+            "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {rank} LIMIT ?"
+            ") t JOIN memories_fts f ON f.rowid = t.seq ORDER BY t.score DESC",
             [match, *params, limit],
         ).fetchall()
-        return [Hit(r[0], float(r[1])) for r in rows]
+        words = list(dict.fromkeys(content_words(query)))
+        return [Hit(r[0], float(r[1]), *fts.matched(words, r[2], r[3]), Layer(r[4])) for r in rows]
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int

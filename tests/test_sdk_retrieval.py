@@ -1,0 +1,136 @@
+"""The SDK covers the REST API: search and context assembly (sync and async) against a live
+server, and a table naming the SDK method of every /api/v1 operation in the OpenAPI."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from engram import NewMemory
+from engram.api.app import create_app
+from engram.retrieval.models import AssembledContext, SearchResult
+from engram.sdk import AsyncClient, Client
+from engram.service.engram import Engram
+from tests import test_api_live
+from tests.test_api_live import Live
+
+live = test_api_live.live  # the live-server fixture
+
+LAYER_OPS = {
+    ("POST", "/bulk"): "add_many",
+    ("PATCH", "/bulk"): "update_many",
+    ("POST", "/bulk-delete"): "delete_many",
+    ("POST", "/purge"): "purge",
+    ("POST", ""): "add",
+    ("GET", ""): "list",
+    ("GET", "/{memory_id}"): "get",
+    ("PATCH", "/{memory_id}"): "update",
+    ("DELETE", "/{memory_id}"): "delete",
+    ("GET", "/{memory_id}/history"): "history",
+    ("POST", "/{memory_id}/restore"): "restore",
+}
+SDK_METHODS: dict[tuple[str, str], str] = {
+    **{
+        (m, f"/api/v1/{layer}{p}"): f"{layer}.{n}"
+        for (m, p), n in LAYER_OPS.items()
+        for layer in ("facts", "episodes", "procedures")
+    },
+    ("POST", "/api/v1/procedures/{memory_id}/success"): "procedures.record_outcome",
+    ("POST", "/api/v1/procedures/{memory_id}/failure"): "procedures.record_outcome",
+    ("GET", "/api/v1/environments"): "environments.list",
+    ("POST", "/api/v1/environments"): "environments.create",
+    ("GET", "/api/v1/environments/{ref}"): "environments.get",
+    ("DELETE", "/api/v1/environments/{ref}"): "environments.delete",
+    ("GET", "/api/v1/environments/{ref}/members"): "environments.members",
+    ("PUT", "/api/v1/environments/{ref}/members/{user_id}"): "environments.share",
+    ("DELETE", "/api/v1/environments/{ref}/members/{user_id}"): "environments.unshare",
+    ("GET", "/api/v1/users/me"): "accounts.me",
+    ("GET", "/api/v1/users"): "accounts.users",
+    ("POST", "/api/v1/users"): "accounts.create_user",
+    ("GET", "/api/v1/users/{user_id}"): "accounts.user",
+    ("PUT", "/api/v1/users/{user_id}/password"): "accounts.set_password",
+    ("GET", "/api/v1/keys"): "accounts.keys",
+    ("POST", "/api/v1/keys"): "accounts.create_key",
+    ("GET", "/api/v1/keys/{key_id}"): "accounts.key",
+    ("DELETE", "/api/v1/keys/{key_id}"): "accounts.revoke_key",
+    ("POST", "/api/v1/keys/{key_id}/rotate"): "accounts.rotate_key",
+    ("GET", "/api/v1/audit"): "accounts.audit",
+    ("POST", "/api/v1/maintenance"): "lifecycle.maintain",
+    ("POST", "/api/v1/memories/remember"): "lifecycle.remember",
+    ("POST", "/api/v1/memories/{memory_id}/feedback"): "lifecycle.feedback",
+    ("POST", "/api/v1/memories/{memory_id}/undo"): "lifecycle.undo",
+    ("GET", "/api/v1/reviews"): "lifecycle.reviews",
+    ("POST", "/api/v1/reviews/{review_id}/accept"): "lifecycle.resolve_review",
+    ("POST", "/api/v1/reviews/{review_id}/dismiss"): "lifecycle.resolve_review",
+    ("POST", "/api/v1/search"): "search",
+    ("POST", "/api/v1/context/assemble"): "context",
+    ("POST", "/api/v1/context/preview"): "context",
+    ("GET", "/api/v1/soul"): "soul.view",
+    ("GET", "/api/v1/soul/render"): "soul.render",
+    ("GET", "/api/v1/soul/layer"): "soul.layer",
+    ("GET", "/api/v1/soul/presets"): "soul.presets",
+    ("POST", "/api/v1/soul/presets/{preset}/apply"): "soul.apply_preset",
+    ("GET", "/api/v1/soul/snapshots"): "soul.snapshots",
+    ("POST", "/api/v1/soul/snapshots"): "soul.snapshot",
+    ("GET", "/api/v1/soul/snapshots/{snapshot_id}"): "soul.get_snapshot",
+    ("GET", "/api/v1/soul/snapshots/{snapshot_id}/diff"): "soul.diff_snapshot",
+    ("POST", "/api/v1/soul/snapshots/{snapshot_id}/restore"): "soul.restore_snapshot",
+    ("GET", "/api/v1/soul/blocks/{name}"): "soul.get_block",
+    ("PUT", "/api/v1/soul/blocks/{name}"): "soul.set_block",
+    ("GET", "/api/v1/soul/blocks/{name}/history"): "soul.history",
+    ("GET", "/api/v1/soul/blocks/{name}/diff"): "soul.diff",
+    ("POST", "/api/v1/soul/blocks/{name}/restore"): "soul.restore_block",
+    ("POST", "/api/v1/extract"): "extraction.extract",
+    ("GET", "/api/v1/conversations/{conversation_id}"): "extraction.get_conversation",
+    ("GET", "/api/v1/conversations/{conversation_id}/messages"): "extraction.messages",
+    ("POST", "/api/v1/conversations/{conversation_id}/messages"): "extraction.add_messages",
+    ("POST", "/api/v1/conversations/{conversation_id}/extract"): "extraction.extract",
+}
+
+
+def _resolve(client: Any, dotted: str) -> Any:
+    obj = client
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def test_every_api_operation_has_an_sdk_method_sync_and_async(engram: Engram) -> None:
+    spec = create_app(engram).openapi()
+    operations = {
+        (method.upper(), path)
+        for path, ops in spec["paths"].items()
+        if path.startswith("/api/v1/")
+        for method in ops
+    }
+    # the capture protocol is spoken by the hook client (engram-hook), not by applications
+    operations = {(m, p) for m, p in operations if not p.startswith("/api/v1/capture/")}
+    assert operations - set(SDK_METHODS) == set(), "REST operations without an SDK method"
+    assert set(SDK_METHODS) - operations == set(), "table rows for operations that are gone"
+    sync, asynchronous = Client("http://x", "t"), AsyncClient("http://x", "t")
+    for dotted in sorted(set(SDK_METHODS.values())):
+        assert callable(_resolve(sync, dotted)), dotted
+        assert asyncio.iscoroutinefunction(_resolve(asynchronous, dotted)), dotted
+    sync.close()
+    asyncio.run(asynchronous.aclose())
+
+
+def test_search_and_context_through_the_sdk(live: Live) -> None:
+    with Client(live.url, live.owner_token) as c:
+        env = c.environments.create("sdk-search")
+        c.facts.add(NewMemory(content="Prefers pnpm over npm for JavaScript"), env.id)
+        c.facts.add(NewMemory(content="The payments service is written in Go"), env.id)
+        found = c.search("pnpm javascript", env.id, limit=5)
+        assert isinstance(found, SearchResult)
+        assert found.items[0].memory.content.startswith("Prefers pnpm")
+        ctx = c.context("pnpm javascript", env.id, max_tokens=300, preview=True)
+        assert isinstance(ctx, AssembledContext) and "Prefers pnpm" in ctx.text
+        assert ctx.tokens <= 300 and ctx.preview
+
+    async def run() -> tuple[SearchResult, AssembledContext]:
+        async with AsyncClient(live.url, live.owner_token) as a:
+            return await a.search("payments Go", env.id), await a.context("payments", env.id)
+
+    found, ctx = asyncio.run(run())
+    assert found.items[0].memory.content.startswith("The payments service")
+    assert "payments service" in ctx.text and not ctx.preview
