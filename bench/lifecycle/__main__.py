@@ -5,7 +5,10 @@ supersessions, write throughput, and the time of a full maintenance run, beside 
 (:mod:`bench.lifecycle.hard`: many facts about the same subjects, bundles, change words in
 unrelated facts), scored by :mod:`bench.lifecycle.run_hard`.
 
+Then write speed into environments of 10k and 100k facts (:mod:`bench.lifecycle.speed`).
+
     python -m bench.lifecycle [--n 10000] [--seed 7] [--no-embedder] [--sweep] [--hard-only]
+                              [--speed 10000,100000] [--speed-writes 2000] [--speed-only]
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from pathlib import Path
 from bench.lifecycle.generate import Item, stream
 from bench.lifecycle.hard import hard_stream
 from bench.lifecycle.run_hard import HEADER, HardScore, run_hard
+from bench.lifecycle.speed import HEADER as SPEED_HEADER
+from bench.lifecycle.speed import run_speed
 from engram import LOCAL, Engram, NewMemory
 from engram.embeddings.protocol import Embedder
 from engram.lifecycle import MaintenanceReport, Outcome
@@ -161,7 +166,23 @@ def main() -> None:
     parser.add_argument("--no-embedder", action="store_true")
     parser.add_argument("--sweep", action="store_true", help="also time maintenance-only runs")
     parser.add_argument("--hard-only", action="store_true", help="only the hard stream")
+    parser.add_argument(
+        "--speed", default="10000,100000", help="environment sizes to time writes into ('' none)"
+    )
+    parser.add_argument("--speed-writes", type=int, default=2000)
+    parser.add_argument("--speed-only", action="store_true", help="only the write speed")
     args = parser.parse_args()
+    sizes = [int(x) for x in args.speed.split(",") if x.strip()]
+    if sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            speed = [run_speed(Path(tmp), size, args.speed_writes) for size in sizes]
+        print()
+        print(SPEED_HEADER)
+        for s in speed:
+            print(s.row())
+        print()
+    if args.speed_only:
+        return
     embedder = None if args.no_embedder else default_embedder()
     hard = hard_stream()
     print(f"hard stream: {len(hard)} facts: {dict(Counter(i.kind for i in hard))}", flush=True)

@@ -328,6 +328,12 @@ class NewMemory(_Input):
         description="The conversation or session the memory came from (a chat, an agent "
         "session). Search lifts a memory whose thread holds other strong matches.",
     )
+    lifecycle: bool = Field(
+        default=True,
+        description="Write through dedup and contradiction (the default): a duplicate fact is "
+        "merged, a contradicted one superseded, an unclear conflict queued. False stores the "
+        "memory exactly as given.",
+    )
 
     @model_validator(mode="after")
     def _layer_details(self) -> NewMemory:

@@ -6,9 +6,11 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
+from engram.lifecycle.report import Outcome
 from engram.models import (
     ORDERS,
     EpisodeDetails,
@@ -75,10 +77,16 @@ def add(
         str | None,
         typer.Option(help="The conversation or session it came from (search groups by it)."),
     ] = None,
+    exact: Annotated[
+        bool,
+        typer.Option("--exact", help="Store exactly as given: no dedup or contradiction check."),
+    ] = False,
     env: Annotated[str | None, EnvOption] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
-    """Store a new memory."""
+    """Store a new memory. A fact goes through dedup and contradiction: a duplicate is merged
+    into the fact it repeats, a contradicted fact is superseded, an unclear conflict is queued
+    for review (`engram review list`); the output says which. `--exact` stores it as given."""
     procedure = episode = None
     if layer is Layer.PROCEDURE:
         procedure = ProcedureDetails(name=name or content[:80], trigger=trigger, steps=step or [])
@@ -96,13 +104,31 @@ def add(
         procedure=procedure,
         episode=episode,
         thread=thread,
+        lifecycle=not exact,
     )
     with service(ctx) as (engram, st):
-        memory = engram.memories.add(new, st.actor, st.current_environment(env))
+        out = engram.lifecycle.remember(new, st.actor, st.current_environment(env))
     if as_json:
-        emit_json(memory)
+        emit_json(out.stored())
+        return
+    kind = out.memory.layer.value
+    if out.action is Outcome.MERGED:
+        console.print(
+            f"merged into {kind} [bold]{out.absorbed_into}[/bold] (kept as {out.merged_record}; "
+            f"{escape(out.reason)})"
+        )
+    elif out.action is Outcome.SUPERSEDED:
+        console.print(
+            f"stored {kind} [bold]{out.memory.id}[/bold], superseding {out.superseded} "
+            f"({out.reason})"
+        )
+    elif out.action is Outcome.QUEUED:
+        console.print(
+            f"stored {kind} [bold]{out.memory.id}[/bold]; queued for review as {out.review_id} "
+            f"({out.reason})"
+        )
     else:
-        console.print(f"stored {memory.layer.value} [bold]{memory.id}[/bold]")
+        console.print(f"stored {kind} [bold]{out.memory.id}[/bold]")
 
 
 def list_(

@@ -40,7 +40,7 @@ def step(memory: Memory, now: datetime, **updates: Any) -> Memory:
     )
 
 
-_NOT_COPIED = ("created_at", "author")
+_NOT_COPIED = ("created_at", "author", "lifecycle")
 
 
 def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: Any) -> Memory:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
+from functools import lru_cache
 
 from engram.lifecycle.claims import FILLERS, MARKER_WORDS, NEGATIONS, Claim, claims, norm
 from engram.text import STOPWORDS, words
@@ -187,6 +188,19 @@ def _by_claims(co: tuple[Claim, ...], cn: tuple[Claim, ...]) -> Finding | None:
 def _rank(f: Finding) -> tuple[int, int]:
     order = {Verdict.CLEAR: 3, Verdict.UNCLEAR: 2, Verdict.DISTINCT: 1, Verdict.NONE: 0}
     return order[f.verdict], int(f.strength)
+
+
+@lru_cache(maxsize=65_536)
+def _negated(text: str) -> bool:
+    return any(w in NEGATIONS for w in words(text))
+
+
+def may_be_clear(old: str, new: str) -> bool:
+    """A cheap test that :func:`check` can find a clear conflict: only a shared attribute or
+    a negation on one side can make one (a write checks it before the full rules for pairs
+    outside the similarity band)."""
+    attrs = {c.attribute for c in claims(old)}
+    return any(c.attribute in attrs for c in claims(new)) or _negated(old) != _negated(new)
 
 
 def check(old: str, new: str) -> Finding:

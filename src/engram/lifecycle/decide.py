@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from engram.lifecycle.config import LifecycleConfig
-from engram.lifecycle.contradiction import NO_CONFLICT, Finding, Strength, Verdict, check
+from engram.lifecycle.contradiction import (
+    NO_CONFLICT,
+    Finding,
+    Strength,
+    Verdict,
+    check,
+    may_be_clear,
+)
 from engram.lifecycle.dedup import Candidate
 from engram.models import Memory
 
@@ -82,9 +89,10 @@ def decide(
     findings = [
         (c, f)
         for c in ranked
-        if c.in_band(cfg) or c.jaccard > 0.0
+        for band in [c.in_band(cfg)]
+        if band or (c.jaccard > 0.0 and may_be_clear(c.memory.content, new_text))
         for f in [check(c.memory.content, new_text)]
-        if c.in_band(cfg) or f.verdict is Verdict.CLEAR
+        if band or f.verdict is Verdict.CLEAR
     ]
     for c, f in findings:
         if c.is_duplicate(cfg) and f.verdict not in (Verdict.CLEAR, Verdict.DISTINCT):

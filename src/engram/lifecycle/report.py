@@ -41,6 +41,46 @@ class WriteOutcome(_Frozen):
         "kind -> count (empty when there were none).",
     )
 
+    def summary(self) -> WriteSummary:
+        return WriteSummary(
+            action=self.action,
+            absorbed_into=self.absorbed_into,
+            merged_record=self.merged_record,
+            superseded=self.superseded,
+            review_id=self.review_id,
+            reason=self.reason,
+        )
+
+    def stored(self) -> StoredMemory:
+        """The memory with what happened beside it (what the create routes answer)."""
+        # redactions: what was removed from what this write sent (a merge's absorbing memory
+        # has none of its own)
+        fields = {**dict(self.memory), "redactions": self.redactions}
+        return StoredMemory(**fields, outcome=self.summary())
+
+
+class WriteSummary(_Frozen):
+    """What a write did, beside the memory a create route returns."""
+
+    action: Outcome = Field(
+        description="created: stored as a new memory; merged: a duplicate, absorbed by the "
+        "existing fact `absorbed_into` (the new wording kept as `merged_record`); superseded: "
+        "stored, and the older fact `superseded` retired; queued: stored, and the pair sent to "
+        "the review queue (`review_id`)."
+    )
+    absorbed_into: str | None = None
+    merged_record: str | None = None
+    superseded: str | None = None
+    review_id: str | None = None
+    reason: str = Field(default="", description="Why: the similarity and the rule that decided.")
+
+
+class StoredMemory(Memory):
+    """A memory as a create route returns it: the memory that now holds the fact (for a merge,
+    the existing one that absorbed it) and ``outcome``, what the write did."""
+
+    outcome: WriteSummary
+
 
 class LifecycleEvent(_Frozen):
     """One change a maintenance run made (or, in a dry run, would make)."""

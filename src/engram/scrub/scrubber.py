@@ -92,12 +92,23 @@ class Scrubber:
         self.patterns: tuple[Pattern, ...] = (*extra, *BUILTIN)
         self._allow = frozenset(config.allow)
         self._allow_res = tuple(allow_res)
+        self._clean: dict[str, None] = {}
 
     def _allowed(self, text: str) -> bool:
         return text in self._allow or any(r.search(text) for r in self._allow_res)
 
     def scrub(self, text: str) -> tuple[str, Redactions]:
         """``text`` without its secrets, and what was removed."""
+        if text in self._clean:  # scrubbed before and found clean (a write scrubs twice)
+            return text, Redactions({})
+        out, found = self._scrub(text)
+        if not found.kinds and out == text and len(text) <= CLEAN_MEMO_CHARS:
+            if len(self._clean) >= CLEAN_MEMO:
+                self._clean.clear()
+            self._clean[text] = None
+        return out, found
+
+    def _scrub(self, text: str) -> tuple[str, Redactions]:
         counts: dict[str, int] = {}
         if "<" in text:
             text, dropped = _drop_private(text)
@@ -118,6 +129,12 @@ class Scrubber:
         start, end = m.span("secret")
         whole = m.group(0)
         return whole[: start - m.start()] + marker(kind) + whole[end - m.start() :]
+
+
+CLEAN_MEMO = 8192
+"""Texts remembered as clean (no secret), so a text scrubbed at the service and again at the
+store boundary is read once."""
+CLEAN_MEMO_CHARS = 4000
 
 
 def _drop_private(text: str) -> tuple[str, int]:

@@ -137,6 +137,9 @@ class ScrubbingStore(_Audited):
         return self.inner.export
 
     # -- writes ------------------------------------------------------------------------------
+    def memory_stamp(self) -> int:
+        return self.inner.memory_stamp()
+
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
         clean: list[Change] = []
         found: dict[str, Redactions] = {}

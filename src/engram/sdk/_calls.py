@@ -22,6 +22,7 @@ from engram.errors import (
     StorageError,
     Unauthenticated,
 )
+from engram.lifecycle.report import StoredMemory
 from engram.models import (
     Environment,
     Layer,
@@ -99,18 +100,20 @@ class LayerCalls:
         self.layer = layer
         self.base = f"/api/v1/{layer.value}s"
 
-    def add(self, new: NewMemory, environment: str | None = None) -> Call[Memory]:
+    def add(self, new: NewMemory, environment: str | None = None) -> Call[StoredMemory]:
+        """Through dedup and contradiction unless ``new.lifecycle`` is false; the answer's
+        ``outcome`` says what happened (created, merged, superseded, queued)."""
         body = new.model_dump(mode="json", exclude_none=True)
-        return Call("POST", self.base, Memory, _params(environment=environment), body)
+        return Call("POST", self.base, StoredMemory, _params(environment=environment), body)
 
     def add_many(
         self, items: Sequence[NewMemory], environment: str | None = None
-    ) -> Call[builtins.list[Memory]]:
+    ) -> Call[builtins.list[StoredMemory]]:
         body = [n.model_dump(mode="json", exclude_none=True) for n in items]
         return Call(
             "POST",
             self.base + "/bulk",
-            builtins.list[Memory],
+            builtins.list[StoredMemory],
             _params(environment=environment),
             body,
         )

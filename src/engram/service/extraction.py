@@ -333,11 +333,8 @@ class ExtractionService:
             return [], None
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
         news = [_dated(p.to_new_memory(conv.id), p, said) for p in proposals]
-        outcomes = []
-        for i, new in enumerate(news):
-            decision = self._lifecycle.remember(new, actor, conv.environment_id)
-            outcomes.append(_outcome(i, decision))
-        return outcomes, "lifecycle.remember"
+        decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
+        return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
 
 
 def _dated(new: NewMemory, proposal: Proposal, said: dict[str, datetime]) -> NewMemory:

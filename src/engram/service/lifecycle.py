@@ -16,15 +16,16 @@ from engram.embeddings.protocol import Embedder
 from engram.errors import Conflict, InvalidInput, NotFound
 from engram.lifecycle import changes
 from engram.lifecycle.config import LifecycleConfig
-from engram.lifecycle.decide import Move, decide
-from engram.lifecycle.report import MaintenanceReport, Outcome, WriteOutcome
+from engram.lifecycle.report import MaintenanceReport, WriteOutcome
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus, stale_reason
-from engram.models import Action, Layer, Memory, NewMemory, Status
-from engram.scrub import scrub_value
+from engram.limits import MAX_BULK
+from engram.models import Action, Memory, NewMemory, Status
 from engram.service.environments import EnvironmentService
+from engram.service.fact_index import FactIndexes
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.service.maintenance import Maintenance
 from engram.service.memories import MemoryService
+from engram.service.writes import WritePath
 from engram.store import Change, Store
 
 MAX_REVIEWS = 1000
@@ -46,6 +47,7 @@ class LifecycleService:
         self._memories = memories
         self._ops = LifecycleOps(store, clock, environments.audit, embedder, config)
         self._config = self._ops.config
+        self._writes = WritePath(self._ops, memories.scrubber, FactIndexes(store))
 
     # -- write ---------------------------------------------------------------------------------
     def remember(
@@ -55,71 +57,20 @@ class LifecycleService:
 
         A duplicate is merged into the existing fact (``absorbed_into``); a fact that clearly
         contradicts an older one supersedes it; an unclear difference is stored and queued for
-        review. Episodes and procedures are stored as given.
+        review. Episodes and procedures, and anything with ``lifecycle`` false, are stored as
+        given.
         """
+        return self.remember_many([new], actor, environment)[0]
+
+    def remember_many(
+        self, items: Sequence[NewMemory], actor: Actor, environment: str | None = None
+    ) -> list[WriteOutcome]:
+        """:meth:`remember` for a batch, in one transaction (all stored or none), one outcome
+        per item in order; each fact sees the ones before it in the batch."""
+        if len(items) > MAX_BULK:
+            raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
         env = self._envs.resolve(environment, actor, Role.WRITER)
-        if new.layer is not Layer.FACT:
-            stored = self._memories.add(new, actor, env.id)
-            return WriteOutcome(action=Outcome.CREATED, memory=stored, redactions=stored.redactions)
-        # scrubbed before anything reads it: dedup, the embedding, the stored memory
-        new, found = scrub_value(self._memories.scrubber, new)
-        redactions = found.as_dict()
-        vectors = self._ops.embed([new.content])
-        vector = None if vectors is None else vectors[0]
-        # keyword evidence first: a merge or a supersede it decides needs no nearest-neighbour
-        # lookup (nor an indexer that has embedded the older facts)
-        keyword = self._ops.candidates(env.id, new.content, None)
-        decision = decide(new.content, keyword, self._config)
-        if vector is not None and decision.move not in (Move.MERGE, Move.SUPERSEDE):
-            near = self._ops.candidates(env.id, new.content, vector, keyword=False)
-            merged = {c.memory.id: c for c in keyword} | {c.memory.id: c for c in near}
-            decision = decide(new.content, list(merged.values()), self._config)
-        now = self._clock()
-        memory = changes.build(env.id, new, actor, now, redactions=redactions)
-        created = changes.record(memory, Action.CREATE, actor, "")
-        target = decision.candidate.memory if decision.candidate is not None else None
-        if decision.move is Move.MERGE and target is not None:
-            batch = [
-                created,
-                *changes.merge(memory, target, decision.reason, actor, now, self._config),
-            ]
-            self._ops.commit(batch, actor)
-            return WriteOutcome(
-                action=Outcome.MERGED,
-                memory=batch[-1].memory,
-                absorbed_into=target.id,
-                merged_record=memory.id,
-                reason=decision.reason,
-                redactions=redactions,
-            )
-        if decision.move is Move.SUPERSEDE and target is not None:
-            memory = memory.model_copy(update={"supersedes": target.id})
-            created = changes.record(
-                memory, Action.CREATE, actor, f"supersedes {target.id} ({decision.reason})"
-            )
-            old = changes.step(target, now, status=Status.SUPERSEDED, superseded_by=memory.id)
-            why = f"superseded by {memory.id} ({decision.reason})"
-            self._ops.commit([created, changes.record(old, Action.SUPERSEDE, actor, why)], actor)
-            self._ops.store_vectors([memory], vectors)
-            return WriteOutcome(
-                action=Outcome.SUPERSEDED,
-                memory=memory,
-                superseded=target.id,
-                reason=decision.reason,
-                redactions=redactions,
-            )
-        self._ops.commit([created], actor)
-        self._ops.store_vectors([memory], vectors)
-        if decision.move is Move.REVIEW and target is not None and decision.candidate is not None:
-            item = self._ops.queue(memory, target, decision.reason, decision.candidate.similarity)
-            return WriteOutcome(
-                action=Outcome.QUEUED,
-                memory=memory,
-                review_id=item.id,
-                reason=decision.reason,
-                redactions=redactions,
-            )
-        return WriteOutcome(action=Outcome.CREATED, memory=memory, redactions=redactions)
+        return self._writes.remember_many(env.id, items, actor)
 
     # -- maintenance ---------------------------------------------------------------------------
     def maintain(

@@ -48,23 +48,29 @@ class LifecycleOps:
     def commit(self, batch: Sequence[Change], actor: Actor) -> None:
         """Write the changes and their audit entries in one transaction (ids, versions, the
         action; never a reason, which may quote memory text)."""
-        if not batch:
-            return
         by_env: dict[str, list[Change]] = {}
         for c in batch:
             by_env.setdefault(c.memory.environment_id, []).append(c)
+        self.commit_groups(list(by_env.values()), actor)
+
+    def commit_groups(self, groups: Sequence[Sequence[Change]], actor: Actor) -> None:
+        """Write every group in one transaction, each group (one action on one environment)
+        with its own audit entry."""
+        groups = [g for g in groups if g]
+        if not groups:
+            return
         entries = [
             self._audit.entry(
                 actor,
                 f"memory.{group[-1].version.action.value}",
-                environment_id=env_id,
+                environment_id=group[0].memory.environment_id,
                 targets=list(dict.fromkeys(c.memory.id for c in group)),
                 before={c.memory.id: (c.memory.version - 1) or None for c in reversed(group)},
                 after={c.memory.id: c.memory.version for c in group},
             )
-            for env_id, group in by_env.items()
+            for group in groups
         ]
-        self._store.write(batch, audit=entries)
+        self._store.write([c for g in groups for c in g], audit=entries)
 
     def embed(self, texts: Sequence[str]) -> Vector | None:
         """One batch of vectors, or None in keyword-only mode."""
@@ -102,12 +108,7 @@ class LifecycleOps:
             if keyword
             else []
         )
-        cosine: dict[str, float] = {}
-        if vector is not None and self.embedder is not None:
-            near = self._store.vector_search(
-                vector, self.embedder.model_id, flt, limit=cfg.vector_candidates
-            )
-            cosine = {h.memory_id: h.score for h in near}
+        cosine = self.nearest(env_id, vector) if vector is not None else {}
         ids = [i for i in dict.fromkeys([h.memory_id for h in hits] + list(cosine))]
         words = word_set(text)
         return [
@@ -115,6 +116,16 @@ class LifecycleOps:
             for m in self._store.get([i for i in ids if i not in exclude])
             if m.status is Status.ACTIVE and m.layer is Layer.FACT
         ]
+
+    def nearest(self, env_id: str, vector: Vector) -> dict[str, float]:
+        """The nearest facts' ids (any status the vector index holds: active) and cosines."""
+        if self.embedder is None:
+            return {}
+        flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT])
+        near = self._store.vector_search(
+            vector, self.embedder.model_id, flt, limit=self.config.vector_candidates
+        )
+        return {h.memory_id: h.score for h in near}
 
     def queue(self, memory: Memory, other: Memory, reason: str, similarity: float) -> ReviewItem:
         item = ReviewItem(

@@ -193,6 +193,12 @@ class Store(Protocol):
         transaction."""
         ...
 
+    def memory_stamp(self) -> int:
+        """A counter that every committed :meth:`write` call moves by one, whichever process on
+        the store made it: two equal readings mean no memory was written in between (a cache
+        of memories uses it to see writes by other processes)."""
+        ...
+
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         """The memories that exist among ``memory_ids``, in the order asked."""
         ...

@@ -15,6 +15,7 @@ from engram.actors import Actor
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged, RestoreBody
 from engram.errors import NotFound
+from engram.lifecycle.report import StoredMemory
 from engram.limits import MAX_BULK, MAX_REASON_CHARS
 from engram.models import Layer, Memory, MemoryPatch, MemoryVersion, NewMemory, Page
 from engram.service import Engram
@@ -48,8 +49,11 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
         engram: EngramDep,
         actor: ActorDep,
         environment: EnvQuery = None,
-    ) -> list[Memory]:
-        return engram.memories.add_many(items, actor, environment)
+    ) -> list[StoredMemory]:
+        """One transaction: all stored or none. Facts go through dedup and contradiction
+        (each item's `outcome` says what happened; a later item sees the earlier ones) unless
+        an item sets `"lifecycle": false`."""
+        return [o.stored() for o in engram.lifecycle.remember_many(items, actor, environment)]
 
     @router.patch("/bulk", summary=f"Edit many {noun}s atomically")
     def bulk_update(body: BulkPatch, engram: EngramDep, actor: ActorDep) -> list[Memory]:
@@ -73,8 +77,12 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
         engram: EngramDep,
         actor: ActorDep,
         environment: EnvQuery = None,
-    ) -> Memory:
-        return engram.memories.add(body, actor, environment)
+    ) -> StoredMemory:
+        """A fact goes through dedup and contradiction unless the body sets
+        `"lifecycle": false`: the answer is the memory that now holds it (for a merge, the
+        existing fact that absorbed it) with `outcome`: created, merged, superseded or
+        queued."""
+        return engram.lifecycle.remember(body, actor, environment).stored()
 
     @router.get("", summary=f"List {noun}s with filters")
     def list_(query: Annotated[MemoryQuery, Query()], engram: EngramDep, actor: ActorDep) -> Page:

@@ -49,6 +49,13 @@ def register(server: MCPServer[Any], b: Binding) -> None:
                 max_length=200,
             ),
         ] = None,
+        lifecycle: Annotated[
+            bool,
+            Field(
+                description="false stores the fact exactly as given, with no dedup or "
+                "contradiction check (use only when the user asks for it)."
+            ),
+        ] = True,
         environment: Environment = None,
     ) -> WriteOutcome:
         """Store a durable fact about the user, the project or a decision, for future sessions.
@@ -65,6 +72,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             confidence=confidence,
             source=Source.AGENT,
             thread=session_id or None,
+            lifecycle=lifecycle,
         )
         return b.engram.lifecycle.remember(new, b.current_actor(), b.env(environment))
 

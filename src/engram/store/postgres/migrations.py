@@ -412,6 +412,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX import_keys_target ON import_keys (target)",
         ),
     ),
+    Migration(
+        "0016_memory_stamp",
+        (
+            "CREATE TABLE memory_stamp (id SMALLINT PRIMARY KEY, value BIGINT NOT NULL)",
+            "INSERT INTO memory_stamp (id, value) VALUES (1, 0)",
+        ),
+    ),
 )
 
 

@@ -174,6 +174,13 @@ class PostgresStore:
                     for v in (c.version for c in changes)
                 ],
             )
+            # last, so the row lock is held only until the commit just below
+            cur.execute("UPDATE memory_stamp SET value = value + 1 WHERE id = 1")
+
+    def memory_stamp(self) -> int:
+        with self.db.reader() as conn:
+            row = conn.execute("SELECT value FROM memory_stamp WHERE id = 1").fetchone()
+        return int(row[0]) if row else 0
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:

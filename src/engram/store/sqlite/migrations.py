@@ -418,6 +418,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX import_keys_target ON import_keys (target)",
         ),
     ),
+    Migration(
+        "0020_memory_stamp",
+        ("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('memory_stamp', 0)",),
+    ),
 )
 
 

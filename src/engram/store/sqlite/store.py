@@ -197,6 +197,8 @@ class SQLiteStore:
 
     def _apply(self, conn: sqlite3.Connection, job: _WriteJob) -> None:
         mark_executed(conn, job.inflight)
+        # one step per write() call, even when group commit shares the transaction
+        conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
         insert_audit(conn, job.audit)
         for change in job.changes:
             m = change.memory
@@ -232,6 +234,14 @@ class SQLiteStore:
                     v.snapshot.model_dump_json(),
                 ),
             )
+
+    def memory_stamp(self) -> int:
+        row = (
+            self.db.reader()
+            .execute("SELECT value FROM store_meta WHERE key = 'memory_stamp'")
+            .fetchone()
+        )
+        return int(row[0]) if row else 0
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:

@@ -1,0 +1,87 @@
+"""The candidate index: the active facts of one environment by content word, in memory.
+
+A write looks up the facts it may duplicate or contradict with a few dictionary hits instead of
+a keyword query on the store: every fact sharing one of the new text's lookup terms (see
+:func:`engram.lifecycle.claims.lookup_terms`) scores the rarity of each term it shares, and the
+best ``limit`` are returned, each with its Jaccard index against the new text. A term held by
+more than ``COMMON`` facts ("prefers", a project's name in a big environment) only adds to the
+score of facts a rarer term found, so a lookup costs about the postings of its rare terms.
+
+Pure data: :class:`engram.service.fact_index.FactIndexes` builds it from the store and keeps
+it in step with writes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+
+from engram.lifecycle.dedup import Candidate, jaccard, word_set
+from engram.models import Layer, Memory, Status
+
+COMMON = 256
+"""Postings from which a term only re-scores facts that rarer terms found."""
+
+
+class CandidateIndex:
+    def __init__(self, memories: Iterable[Memory] = ()) -> None:
+        self._facts: dict[str, tuple[Memory, frozenset[str]]] = {}
+        self._by_word: dict[str, set[str]] = {}
+        for m in memories:
+            self.put(m)
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def get(self, memory_id: str) -> Memory | None:
+        found = self._facts.get(memory_id)
+        return None if found is None else found[0]
+
+    def put(self, memory: Memory) -> None:
+        """Index the memory's current state: an active fact is (re)indexed, anything else
+        leaves the index."""
+        self.remove(memory.id)
+        if memory.layer is not Layer.FACT or memory.status is not Status.ACTIVE:
+            return
+        words = word_set(memory.content)
+        self._facts[memory.id] = (memory, words)
+        for w in words:
+            self._by_word.setdefault(w, set()).add(memory.id)
+
+    def remove(self, memory_id: str) -> None:
+        old = self._facts.pop(memory_id, None)
+        if old is None:
+            return
+        for w in old[1]:
+            ids = self._by_word.get(w)
+            if ids is not None:
+                ids.discard(memory_id)
+                if not ids:
+                    del self._by_word[w]
+
+    def lookup(self, terms: Iterable[str], words: frozenset[str], limit: int) -> list[Candidate]:
+        """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
+        by Jaccard against ``words`` (the new text's word set)."""
+        postings = sorted(
+            (ids for t in dict.fromkeys(terms) if (ids := self._by_word.get(t))), key=len
+        )
+        scores: dict[str, float] = {}
+        facts = self._facts
+        for ids in postings:
+            weight = 1.0 / math.log(2.0 + len(ids))
+            if len(ids) <= COMMON or not scores:
+                for i in ids:
+                    got = scores.get(i)
+                    # ties go to the shorter fact, as a keyword ranking's length norm would
+                    scores[i] = weight - 1e-6 * len(facts[i][1]) if got is None else got + weight
+            else:
+                for i in scores:
+                    if i in ids:
+                        scores[i] += weight
+        best = heapq.nlargest(limit, scores, key=scores.__getitem__)
+        out = []
+        for i in best:
+            memory, fact_words = self._facts[i]
+            out.append(Candidate(memory, jaccard(words, fact_words)))
+        return out
