@@ -14,6 +14,7 @@ In process (ASGI), real SQLite, a bounded number of examples per operation.
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -102,6 +103,10 @@ def _check_all(fuzzed: Fuzzed, operation: Any, mode: GenerationMode) -> None:
             return  # the one rule JSON Schema cannot state; README and field description do
         if mode is GenerationMode.POSITIVE and "key_id" in (case.path_parameters or {}):
             case.path_parameters = {**case.path_parameters, "key_id": fuzzed.spare_key()}
+        if mode is GenerationMode.POSITIVE and case.headers and "Idempotency-Key" in case.headers:
+            # generated keys repeat across unrelated cases; a client's key names one operation
+            # (reusing one for another request is refused 422, tested in test_idempotency)
+            case.headers = {**case.headers, "Idempotency-Key": uuid.uuid4().hex}
         case.call_and_validate(headers=headers, checks=checks)
 
     run()

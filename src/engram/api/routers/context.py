@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter
 from pydantic import Field
 
@@ -18,20 +20,20 @@ from engram.retrieval.models import AssembledContext, SearchMode
 router = APIRouter(tags=["context"])
 
 
+Cap = Annotated[int, Field(strict=True, ge=0, le=1000)] | None
+"""A cap on the items of one tier (0-1000); none: as many as fit."""
+
+
 class ContextIn(InputModel):
     query: str = Field(
         default="", max_length=MAX_QUERY_CHARS, description="empty: a start-of-session brief"
     )
     environment: str | None = Field(default=None, max_length=200)
     max_tokens: StrictInt = Field(default=2000, ge=MIN_CONTEXT_TOKENS, le=MAX_CONTEXT_TOKENS)
-    max_facts: StrictInt | None = Field(
-        default=None, ge=0, le=1000, description="a cap on facts; none: as many as fit"
-    )
-    max_messages: StrictInt | None = Field(
-        default=None, ge=0, le=1000, description="a cap on conversation messages"
-    )
-    max_episodes: StrictInt | None = Field(default=None, ge=0, le=1000)
-    max_procedures: StrictInt | None = Field(default=None, ge=0, le=1000)
+    max_facts: Cap = Field(default=None, description="a cap on facts; none: as many as fit")
+    max_messages: Cap = Field(default=None, description="a cap on conversation messages")
+    max_episodes: Cap = None
+    max_procedures: Cap = None
     mode: SearchMode = SearchMode.HYBRID
 
 
