@@ -469,11 +469,12 @@ class CaptureService:
             )
         require_scope(actor, Scope.READ)  # the answer holds the project's memories
         pending = self.prepare(raw, actor)
+        # the block is for the session that starts: its session_start event, else the first
+        # event's session (a harness that sends only a prompt first still gets its brief)
         start = next(
-            (o for o in pending.observations if o.kind == EventKind.SESSION_START.value), None
+            (o for o in pending.observations if o.kind == EventKind.SESSION_START.value),
+            pending.observations[0],
         )
-        if start is None:
-            raise InvalidInput("no session_start event among the events", field="events")
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         self._schedule(pending.ending)
         block = self.briefing.block(actor, start.environment_id, start.session, max_tokens)
@@ -497,10 +498,9 @@ class CaptureService:
         require_scope(actor, Scope.READ)  # the answer holds the project's memories
         pending = self.prepare(raw, actor)
         prompt = next((o for o in pending.observations if o.kind == EventKind.PROMPT.value), None)
-        if prompt is None:
-            raise InvalidInput("no prompt event among the events", field="events")
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
-        block = self.briefing.for_prompt(actor, prompt, max_tokens, floor)
+        # no prompt among the events: they are stored, and there is nothing to recall for
+        block = "" if prompt is None else self.briefing.for_prompt(actor, prompt, max_tokens, floor)
         return self._result(pending, set(stored)), block
 
     # -- shutdown ----------------------------------------------------------------------------

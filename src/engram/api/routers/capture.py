@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.capture.events import MAX_ID, Agent, EventKind
 from engram.models import Memory
 from engram.service.capture import (
     DEFAULT_CONTEXT_TOKENS,
@@ -31,11 +32,36 @@ _EVENT_DOC = (
 )
 
 
+_TEXT = {"type": "string", "minLength": 1}
+EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["agent", "kind", "session_id", "cwd", "at", "key"],
+    "properties": {
+        "agent": {"type": "string", "enum": [a.value for a in Agent]},
+        "kind": {"type": "string", "enum": [k.value for k in EventKind]},
+        "session_id": {"type": "string", "minLength": 1, "maxLength": MAX_ID},
+        "cwd": _TEXT,
+        "at": _TEXT,
+        "key": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,100}$"},
+        "project": {"type": ["string", "null"]},
+        "files": {"type": "array", "items": {"type": "string"}},
+        **{name: {"type": "string"} for name in ("hook", "text", "tool", "command", "output")},
+        "detail": {"type": "string"},
+        "failed": {"type": "boolean"},
+        "extra": {"type": "object"},
+    },
+}
+"""One event on the wire, as :func:`engram.capture.events.validation_errors` checks it."""
+
+
 class EventsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     events: list[dict[str, Any]] = Field(
-        min_length=1, max_length=MAX_EVENTS_PER_REQUEST, description=_EVENT_DOC
+        min_length=1,
+        max_length=MAX_EVENTS_PER_REQUEST,
+        description=_EVENT_DOC,
+        json_schema_extra={"items": EVENT_SCHEMA},
     )
 
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.limits import (
+    JSON_NUMBER,
     MAX_CONTEXT_TOKENS,
     MAX_QUERY_CHARS,
     MIN_CONTEXT_TOKENS,
@@ -20,7 +21,7 @@ from engram.retrieval.models import AssembledContext, SearchMode
 router = APIRouter(tags=["context"])
 
 
-Cap = Annotated[int, Field(strict=True, ge=0, le=1000)] | None
+Cap = Annotated[int, Field(ge=0, le=1000), JSON_NUMBER] | None
 """A cap on the items of one tier (0-1000); none: as many as fit."""
 
 
