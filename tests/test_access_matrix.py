@@ -590,7 +590,7 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
 
 
 def _operations(live: Live) -> dict[str, dict[str, Any]]:
-    spec = httpx.get(f"{live.url}/openapi.json").json()
+    spec = httpx.get(f"{live.url}/openapi.json", timeout=60).json()
     return {
         f"{method.upper()} {path}": op
         for path, ops in spec["paths"].items()

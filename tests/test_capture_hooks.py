@@ -190,6 +190,7 @@ def test_a_saturated_server_sheds_load_and_the_hook_spools(
             f"{url}/api/v1/capture/events",
             json={"events": [_wire_event(repo)]},
             headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
         )
         assert answer.status_code == 429
         assert answer.json()["error"]["code"] == "saturated"
@@ -226,12 +227,13 @@ def test_bad_events_get_a_clear_error_and_store_nothing(
             f"{url}/api/v1/capture/events",
             json={"events": [good, bad]},
             headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
         )
         assert answer.status_code == 422
         assert "events[1]" in answer.json()["error"]["message"]
         assert "'kind' must be one of" in answer.json()["error"]["message"]
         assert engram.store.capture.count_observations([]) == 0
-        answer = httpx.post(f"{url}/api/v1/capture/events", json={"events": [good]})
+        answer = httpx.post(f"{url}/api/v1/capture/events", json={"events": [good]}, timeout=60)
         assert answer.status_code == 401
     assert engram.capture.list_sessions(actor) == []
 

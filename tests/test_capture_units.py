@@ -196,6 +196,16 @@ def test_wire_events_are_validated_with_clear_messages() -> None:
     assert any("'key' must be" in e for e in errors)
     good = _event(Agent.CLAUDE, CLAUDE[1]).to_dict()
     assert validation_errors(good) == [] and from_dict(good) == _event(Agent.CLAUDE, CLAUDE[1])
+    # every field has a bound, named in the message (the hook sends far less)
+    for name, value, says in [
+        ("text", "x" * 70_000, "'text' is longer than 65536 characters"),
+        ("cwd", "/" * 5000, "'cwd' is longer than 4096 characters"),
+        ("files", ["a"] * 201, "'files' holds more than 200 paths"),
+        ("failed", "yes", "'failed' must be true or false"),
+        ("extra", {"k": [1]}, "'extra' values must be strings, numbers or booleans"),
+        ("project", "p" * 5000, "'project' is longer than 4096 characters"),
+    ]:
+        assert any(says in e for e in validation_errors({**good, name: value})), name
 
 
 def _obs(kind: str, minutes: int, **fields: Any) -> Observation:

@@ -34,6 +34,12 @@ ENDING_KINDS = frozenset({EventKind.STOP, EventKind.SESSION_END})
 """Events after which a session is summarised."""
 
 MAX_ID = 200
+MAX_TEXT_CHARS = 64 * 1024
+"""text, command, output and detail (the hook bounds them to far less before sending)."""
+MAX_NAME_CHARS = 4096
+"""cwd, project, hook, tool, each file path, each key and value of extra."""
+MAX_FILES = 200
+MAX_EXTRA = 64
 _KEY = re.compile(r"^[A-Za-z0-9_.:-]{8,100}$")
 
 
@@ -97,12 +103,51 @@ def validation_errors(data: Any) -> list[str]:
     files = data.get("files", [])
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
         errors.append("'files' must be a list of strings")
-    for name in ("hook", "text", "tool", "command", "output", "detail"):
-        if not isinstance(data.get(name, ""), str):
+    elif len(files) > MAX_FILES:
+        errors.append(f"'files' holds more than {MAX_FILES} paths")
+    elif any(len(f) > MAX_NAME_CHARS for f in files):
+        errors.append(f"a path in 'files' is longer than {MAX_NAME_CHARS} characters")
+    for name, limit in _STRINGS:
+        value = data.get(name, "")
+        if not isinstance(value, str):
             errors.append(f"'{name}' must be a string")
-    if data.get("project") is not None and not isinstance(data["project"], str):
+        elif len(value) > limit:
+            errors.append(f"'{name}' is longer than {limit} characters")
+    project = data.get("project")
+    if project is not None and not isinstance(project, str):
         errors.append("'project' must be a string or null")
+    elif project is not None and len(project) > MAX_NAME_CHARS:
+        errors.append(f"'project' is longer than {MAX_NAME_CHARS} characters")
+    if not isinstance(data.get("failed", False), bool):
+        errors.append("'failed' must be true or false")
+    extra = data.get("extra") or {}
+    if not isinstance(extra, dict):
+        errors.append("'extra' must be an object")
+    elif len(extra) > MAX_EXTRA:
+        errors.append(f"'extra' holds more than {MAX_EXTRA} entries")
+    elif any(
+        not isinstance(v, str | int | float | bool)
+        or len(str(k)) > MAX_NAME_CHARS
+        or len(str(v)) > MAX_NAME_CHARS
+        for k, v in extra.items()
+    ):
+        errors.append(
+            f"'extra' values must be strings, numbers or booleans of at most {MAX_NAME_CHARS} "
+            "characters"
+        )
     return errors
+
+
+_STRINGS = (
+    ("cwd", MAX_NAME_CHARS),
+    ("at", 64),
+    ("hook", MAX_NAME_CHARS),
+    ("tool", MAX_NAME_CHARS),
+    ("text", MAX_TEXT_CHARS),
+    ("command", MAX_TEXT_CHARS),
+    ("output", MAX_TEXT_CHARS),
+    ("detail", MAX_TEXT_CHARS),
+)
 
 
 def from_dict(data: dict[str, Any]) -> Event:

@@ -27,6 +27,7 @@ from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, val
 from engram.capture.summary import SessionSummary, summarize
 from engram.clock import Clock
 from engram.errors import EngramError, InvalidInput, NotFound, Saturated
+from engram.limits import text_problem
 from engram.models import (
     EpisodeDetails,
     Layer,
@@ -151,6 +152,8 @@ class CaptureService:
         events: list[Event] = []
         for i, item in enumerate(raw):
             errors = validation_errors(item)
+            if not errors and (problem := text_problem(item)):
+                errors = [problem]
             if errors:
                 raise InvalidInput(f"events[{i}]: " + "; ".join(errors), field=f"events[{i}]")
             events.append(from_dict(item))

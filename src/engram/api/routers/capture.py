@@ -8,10 +8,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, status
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engram.api.deps import ActorDep, EngramDep
-from engram.capture.events import MAX_ID, Agent, EventKind
+from engram.capture.events import (
+    MAX_EXTRA,
+    MAX_FILES,
+    MAX_ID,
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    Agent,
+    EventKind,
+)
+from engram.limits import InputModel, StrictInt
 from engram.models import Memory
 from engram.service.capture import (
     DEFAULT_CONTEXT_TOKENS,
@@ -32,7 +41,9 @@ _EVENT_DOC = (
 )
 
 
-_TEXT = {"type": "string", "minLength": 1}
+_NAME = {"type": "string", "maxLength": MAX_NAME_CHARS}
+_LONG = {"type": "string", "maxLength": MAX_TEXT_CHARS}
+_SCALAR = {"type": ["string", "number", "boolean"], "maxLength": MAX_NAME_CHARS}
 EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["agent", "kind", "session_id", "cwd", "at", "key"],
@@ -40,23 +51,27 @@ EVENT_SCHEMA: dict[str, Any] = {
         "agent": {"type": "string", "enum": [a.value for a in Agent]},
         "kind": {"type": "string", "enum": [k.value for k in EventKind]},
         "session_id": {"type": "string", "minLength": 1, "maxLength": MAX_ID},
-        "cwd": _TEXT,
-        "at": _TEXT,
+        "cwd": {**_NAME, "minLength": 1},
+        "at": {"type": "string", "minLength": 1, "maxLength": 64},
         "key": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,100}$"},
-        "project": {"type": ["string", "null"]},
-        "files": {"type": "array", "items": {"type": "string"}},
-        **{name: {"type": "string"} for name in ("hook", "text", "tool", "command", "output")},
-        "detail": {"type": "string"},
+        "project": {"type": ["string", "null"], "maxLength": MAX_NAME_CHARS},
+        "files": {"type": "array", "maxItems": MAX_FILES, "items": _NAME},
+        "hook": _NAME,
+        "tool": _NAME,
+        **{name: _LONG for name in ("text", "command", "output", "detail")},
         "failed": {"type": "boolean"},
-        "extra": {"type": "object"},
+        "extra": {
+            "type": "object",
+            "maxProperties": MAX_EXTRA,
+            "propertyNames": {"maxLength": MAX_NAME_CHARS},
+            "additionalProperties": _SCALAR,
+        },
     },
 }
 """One event on the wire, as :func:`engram.capture.events.validation_errors` checks it."""
 
 
-class EventsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class EventsIn(InputModel):
     events: list[dict[str, Any]] = Field(
         min_length=1,
         max_length=MAX_EVENTS_PER_REQUEST,
@@ -66,7 +81,7 @@ class EventsIn(BaseModel):
 
 
 class SessionStartIn(EventsIn):
-    max_tokens: int = Field(
+    max_tokens: StrictInt = Field(
         default=DEFAULT_CONTEXT_TOKENS,
         ge=100,
         le=MAX_CONTEXT_TOKENS,
@@ -105,7 +120,7 @@ def session_start(body: SessionStartIn, engram: EngramDep, actor: ActorDep) -> S
 
 
 class PromptIn(EventsIn):
-    max_tokens: int = Field(
+    max_tokens: StrictInt = Field(
         default=DEFAULT_RECALL_TOKENS,
         ge=50,
         le=MAX_CONTEXT_TOKENS,
