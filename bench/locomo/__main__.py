@@ -1,7 +1,8 @@
 """LoCoMo retrieval: every turn a memory, every question a search; where do the evidence turns
 land? Reports turn recall@5/@10, all-evidence@10, session recall@10 and NDCG@10 for keyword,
 semantic, hybrid and the full five-factor ranking, beside plain BM25 on the same data.
-"hybrid, streams only" leaves out the author and thread signals (retrieval/provenance.py).
+"hybrid, streams only" leaves out the author, thread and time signals (retrieval/provenance.py,
+retrieval/when.py).
 
     python -m bench.locomo [--data PATH] [--categories 1,2,3,4]
 """
@@ -136,8 +137,10 @@ def main() -> None:
             f"embedded {embedded} in {t_embed:.1f}s"
         )
 
-        # ablation: the streams' relevance alone, without the author and thread signals
-        streams_only = replace(relevance_only, author_weight=0.0, thread_weight=0.0)
+        # ablation: the streams' relevance alone, without the author, thread and time signals
+        streams_only = replace(
+            relevance_only, author_weight=0.0, thread_weight=0.0, time_weight=0.0
+        )
         configs = {"relevance": relevance_only, "streams": streams_only, "score": five_factor}
 
         def ranking(env: str, q: str, mode: SearchMode, by: str) -> list[str]:

@@ -58,6 +58,11 @@ class ScoreBreakdown(_Out):
         description="How strongly the memory's thread (its conversation or session) matches "
         "the query, in [0, 1]; None for a memory without a thread.",
     )
+    time_matched: bool | None = Field(
+        None,
+        description='Whether the memory was recorded within a time the query names ("in '
+        'July 2023", "last week"); None when the query names no time.',
+    )
 
 
 class ScoredMemory(_Out):

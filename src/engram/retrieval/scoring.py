@@ -92,9 +92,12 @@ class ScoringConfig:
     semantic_weight: float = 0.6
     author_weight: float = 0.1
     """Share of relevance given to the query naming the memory's author (retrieval.provenance)."""
-    thread_weight: float = 0.1
+    thread_weight: float = 0.3
     """Share of relevance given to the strength of the memory's thread (retrieval.provenance)."""
-    thread_top: int = 3
+    thread_top: int = 2
+    time_weight: float = 0.15
+    """Share of relevance given to the memory being recorded within a time the query names
+    (retrieval.when); nothing changes for a query that names no time."""
     min_keyword_norm: float = 0.5
     min_relevance: float = 0.1
     """The floor: search returns nothing whose stream relevance (keyword and semantic, before
@@ -105,10 +108,10 @@ class ScoringConfig:
     frequency_saturation: int = 20
 
     def __post_init__(self) -> None:
-        if min(self.author_weight, self.thread_weight) < 0:
-            raise ValueError("author_weight and thread_weight must not be negative")
-        if self.author_weight + self.thread_weight >= 1:
-            raise ValueError("author_weight + thread_weight must stay below 1")
+        if min(self.author_weight, self.thread_weight, self.time_weight) < 0:
+            raise ValueError("author_weight, thread_weight and time_weight must not be negative")
+        if self.author_weight + self.thread_weight + self.time_weight >= 1:
+            raise ValueError("author_weight + thread_weight + time_weight must stay below 1")
         if self.thread_top < 1:
             raise ValueError("thread_top must be at least 1")
 
@@ -174,6 +177,7 @@ def breakdown(
     stream_relevance: float | None = None,
     author_named: bool | None = None,
     thread_support: float | None = None,
+    time_matched: bool | None = None,
 ) -> ScoreBreakdown:
     factors = {
         name: Factor(value=v, weight=w, contribution=v * w)
@@ -193,4 +197,5 @@ def breakdown(
         stream_relevance=stream_relevance,
         author_named=author_named,
         thread_support=thread_support,
+        time_matched=time_matched,
     )

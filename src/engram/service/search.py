@@ -25,6 +25,7 @@ from engram.retrieval.fusion import Fused, calibrated, fuse
 from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
 from engram.retrieval.provenance import Adjusted, Provenance, adjust
 from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
+from engram.retrieval.when import named_times
 from engram.service.environments import EnvironmentService
 from engram.store import Store
 from engram.store.protocol import Hit, Vector
@@ -154,15 +155,17 @@ class SearchService:
         if not fused:
             return []
         rows = self._store.rank_fields(list(fused))
+        now = self._clock()
         adjusted = adjust(
             query,
             {r.memory_id: fused[r.memory_id].relevance for r in rows},
-            {r.memory_id: Provenance(r.author, r.thread) for r in rows},
+            {r.memory_id: Provenance(r.author, r.thread, r.created_at) for r in rows},
             author_weight=self.scoring.author_weight,
             thread_weight=self.scoring.thread_weight,
             thread_top=self.scoring.thread_top,
+            times=named_times(query, now),
+            time_weight=self.scoring.time_weight,
         )
-        now = self._clock()
         scored = []
         for fields in rows:
             a = adjusted[fields.memory_id]
@@ -200,6 +203,7 @@ class SearchService:
                     stream_relevance=r.fused.relevance,
                     author_named=r.adjusted.author_named,
                     thread_support=r.adjusted.thread_support,
+                    time_matched=r.adjusted.time_matched,
                 ),
                 sources=source_ids(memories[r.memory_id]),
             )

@@ -141,7 +141,7 @@ class RowMapper:
 
     def rank_fields(self, row: Sequence[Any]) -> RankFields:
         """From ``id, layer, importance, confidence, updated_at, access_count, author,
-        thread, category``."""
+        thread, category, created_at``."""
         return RankFields(
             row[0],
             Layer(row[1]),
@@ -152,4 +152,5 @@ class RowMapper:
             row[6],
             row[7],
             row[8],
+            self._time(row[9]),
         )

@@ -68,6 +68,7 @@ class RankFields:
     author: str | None = None
     thread: str | None = None
     category: str = ""
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -199,7 +199,7 @@ class PostgresStore:
         with self.db.reader() as conn:
             rows = conn.execute(
                 "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
-                "thread, category FROM memories WHERE id = ANY(%s)",
+                "thread, category, created_at FROM memories WHERE id = ANY(%s)",
                 (list(dict.fromkeys(memory_ids)),),
             ).fetchall()
         return [ROWS.rank_fields(r) for r in rows]

@@ -267,7 +267,8 @@ class SQLiteStore:
             chunk = ids[start : start + 500]
             rows = conn.execute(
                 "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
-                f"thread, category FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                "thread, category, created_at FROM memories "
+                f"WHERE id IN ({','.join('?' * len(chunk))})",
                 chunk,
             )
             out.extend(ROWS.rank_fields(r) for r in rows)
