@@ -25,6 +25,7 @@ from engram.cli import (
     portability,
     search,
     serve,
+    setup,
     soul,
 )
 from engram.cli.common import console, make_state, service
@@ -110,6 +111,7 @@ backup.register(app)
 portability.register(app)
 app.add_typer(soul.app, name="soul")
 hooks.register(app)
+setup.register(app)
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
 
