@@ -118,7 +118,8 @@ _EXIT = {InvalidInput: 2, NotFound: 3}
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        app(args=argv, prog_name="engram", standalone_mode=False)
+        # without standalone mode click returns a typer.Exit's code instead of raising it
+        code = app(args=argv, prog_name="engram", standalone_mode=False)
     except EngramError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         return next((code for cls, code in _EXIT.items() if isinstance(exc, cls)), 1)
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if callable(exc_show):
             exc_show()
         return int(getattr(exc, "exit_code", 2))
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
