@@ -203,11 +203,21 @@ def _trust_edit(path: Path, folders: tuple[Path, ...], recorded: list[str] | Non
     return lambda text: formats.edit_json(path, text, change)
 
 
-def skipped(agent: AgentId, wiring: Wiring) -> str | None:
-    """Why ``agent``'s MCP registration is left out, if it is."""
-    if wiring.http and agent is AgentId.CLAUDE_DESKTOP:
+def _skips_mcp(agent: AgentId, wiring: Wiring) -> bool:
+    return wiring.http and agent is AgentId.CLAUDE_DESKTOP
+
+
+def note(agent: AgentId, wiring: Wiring) -> str | None:
+    """What the user should know about ``agent``'s wiring (why a part is left out)."""
+    if _skips_mcp(agent, wiring):
         return "Claude Desktop reaches only local (stdio) servers; its MCP entry is skipped"
-    return None
+    return NOTES.get(agent)
+
+
+NOTES = {
+    AgentId.CODEX: "Codex runs new hooks only once you trust them (its /hooks menu)",
+    AgentId.CLAUDE_DESKTOP: "restart Claude Desktop to load the change",
+}
 
 
 def install_plan(
@@ -216,7 +226,7 @@ def install_plan(
     info = AGENTS[agent]
     build = _Builder(agent)
     path = mcp_path(agent, env, platform)
-    if skipped(agent, wiring) is None:
+    if not _skips_mcp(agent, wiring):
         build.edit(path, _describe_mcp(wiring), _mcp_edit(info.client, path, wiring))
     if info.hooks is not None:
         hook_path = hooks.config_path(info.hooks, env)

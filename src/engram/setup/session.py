@@ -19,9 +19,9 @@ from engram.setup.plan import (
     Wiring,
     install_plan,
     newly_trusted,
+    note,
     read_record,
     record_path,
-    skipped,
     uninstall_plan,
 )
 
@@ -88,7 +88,7 @@ def build(
     agents: Mapping[AgentId, str | None], wiring: Wiring, env: Mapping[str, str], platform: str
 ) -> list[AgentPlan]:
     return [
-        AgentPlan(a, why, install_plan(a, wiring, env, platform), skipped(a, wiring))
+        AgentPlan(a, why, install_plan(a, wiring, env, platform), note(a, wiring))
         for a, why in agents.items()
     ]
 
