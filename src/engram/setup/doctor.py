@@ -23,8 +23,8 @@ from engram.setup import files, formats, model
 from engram.setup.agents import AGENTS, AgentId, gemini_trusted_folders, mcp_path
 from engram.setup.mcp_entries import CONTAINER, NAME, McpClient
 
-HOOK_BUDGET_S = 2.0
-"""A hook that takes longer to answer than this slows every prompt down noticeably."""
+HOOK_BUDGET_S = 3.0
+"""Codex gives a SessionEnd hook 3 s; a hook slower than that also slows every prompt down."""
 
 
 @dataclass(frozen=True)
