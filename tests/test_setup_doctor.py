@@ -39,6 +39,7 @@ def wired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Pat
     engram = Engram.open(Settings.load(engram_home))
     assert bootstrap(engram, engram_home) is not None
     with serve(engram) as url:
+        monkeypatch.setenv("ENGRAM_URL", url)  # what the agents pass on to their hooks
         assert main(["setup", "--yes"]) == 0
         yield home, url
     engram.close()
@@ -65,6 +66,17 @@ def test_a_server_that_is_down(wired: tuple[Path, str], capsys: pytest.CaptureFi
     code, out = doctor(capsys, "--url", f"http://127.0.0.1:{free_port()}")
     assert code == 1
     assert "FAIL server:" in out and "fix: engram service install (or run: engram serve)" in out
+
+
+def test_hooks_that_post_to_a_server_that_is_down(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _home, url = wired
+    down = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("ENGRAM_URL", down)
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1 and "ok   server:" in out
+    assert f"FAIL claude hooks: the hooks post to {down}, which does not answer" in out
 
 
 def test_a_refused_token(

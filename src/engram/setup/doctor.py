@@ -23,6 +23,8 @@ from engram.setup import files, formats, model
 from engram.setup.agents import AGENTS, AgentId, gemini_trusted_folders, mcp_path
 from engram.setup.mcp_entries import CONTAINER, NAME, McpClient
 
+DEFAULT_URL = "http://127.0.0.1:8765"
+SERVE_FIX = "engram service install (or run: engram serve)"
 HOOK_BUDGET_S = 3.0
 """Codex gives a SessionEnd hook 3 s; a hook slower than that also slows every prompt down."""
 
@@ -59,11 +61,7 @@ def _get(url: str, token: str = "", timeout: float = 5.0) -> tuple[int, Any]:
 
 
 def server_checks(target: Target) -> list[Check]:
-    fix = (
-        "check --url / ENGRAM_URL"
-        if target.remote
-        else "engram service install (or run: engram serve)"
-    )
+    fix = "check --url / ENGRAM_URL" if target.remote else SERVE_FIX
     started = time.perf_counter()
     try:
         code, body = _get(f"{target.url}/readyz")
@@ -103,14 +101,19 @@ def model_check(target: Target) -> Check:
     )
 
 
-def _executable(command: str) -> str | None:
-    """The program a hook command runs (after its VAR=value prefixes)."""
+def _parse(command: str) -> tuple[dict[str, str], str | None]:
+    """A hook command's ``VAR=value`` prefix and the program it runs."""
     try:
         words = shlex.split(command)
     except ValueError:
-        return None
-    words = [w for w in words if not (w.partition("=")[0].isidentifier() and "=" in w)]
-    return words[0] if words else None
+        return {}, None
+    settings: dict[str, str] = {}
+    for i, word in enumerate(words):
+        key, sep, value = word.partition("=")
+        if not (sep and key.isidentifier()):
+            return settings, words[i]
+        settings[key] = value
+    return settings, None
 
 
 def _exists(program: str | None, env: Mapping[str, str]) -> bool:
@@ -198,9 +201,16 @@ def _hook_check(agent: Agent, agent_id: AgentId, env: Mapping[str, str], fix: st
     if not st.installed:
         return Check(name, False, f"not wired in {st.path}", fix)
     command = _hook_command(agent, env)
-    program = _executable(command or "")
+    settings, program = _parse(command or "")
     if command is None or not _exists(program, env):
         return Check(name, False, f"{st.path} runs {program}, which does not exist", fix)
+    posts_to = settings.get("ENGRAM_URL") or env.get("ENGRAM_URL") or DEFAULT_URL
+    try:
+        code, _body = _get(f"{posts_to.rstrip('/')}/healthz", timeout=3.0)
+    except (OSError, ValueError):
+        code = 0
+    if code != 200:
+        return Check(name, False, f"the hooks post to {posts_to}, which does not answer", SERVE_FIX)
     took, answer = time_hook(command, agent, env)
     if answer is None:
         return Check(name, False, f"{program} did not answer with JSON (in {took:.1f} s)", fix)
