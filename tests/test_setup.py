@@ -214,3 +214,22 @@ def test_a_remote_server_is_reached_over_http_with_the_key_from_the_environment(
     for path in home.rglob("*"):
         if path.is_file():
             assert b"egm_remote_key" not in path.read_bytes(), path
+
+
+@pytest.mark.slow
+def test_setup_prepares_the_model_so_the_first_mcp_call_does_not(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.embeddings.static import is_prepared
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "default")
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(cache))
+    (home / ".codex").mkdir()
+    assert run("--plan") == 0
+    assert "prepare the embedding model" in capsys.readouterr().out and not is_prepared(cache)
+    assert run("--yes") == 0
+    assert "model: minilm-static-v1 ready in" in capsys.readouterr().out
+    assert is_prepared(cache)
+    assert run("--yes") == 0
+    assert "Nothing to change." in capsys.readouterr().out
