@@ -233,3 +233,16 @@ def test_setup_prepares_the_model_so_the_first_mcp_call_does_not(
     assert is_prepared(cache)
     assert run("--yes") == 0
     assert "Nothing to change." in capsys.readouterr().out
+
+
+def test_a_key_that_would_replace_another_is_refused_before_any_change(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = make_home(home)
+    token = tmp_path / "engram" / "token"
+    token.parent.mkdir()
+    token.write_text("egm_the_local_owner\n")
+    assert run("--yes", "--url", "https://memory.example.com", "--key", "egm_other") == 2
+    assert "already holds another key" in capsys.readouterr().err
+    assert snapshot(home) == before and backups(home) == []
+    assert token.read_text() == "egm_the_local_owner\n"

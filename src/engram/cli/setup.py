@@ -114,6 +114,8 @@ def setup(
     pending = [p for p in plans if p.pending]
     if plan_only:
         return
+    if url and key:
+        _check_key_slot(home / "token", key)
     if not pending and not extra:
         typer.echo("Nothing to change.")
         return
@@ -129,7 +131,7 @@ def setup(
             return
     for change, backup in session.apply(chosen, home, uninstall=uninstall):
         saved = f" (backup: {backup})" if backup else ""
-        typer.echo(f"{change.action}d {change.path}{saved}".replace("changed", "changed"))
+        typer.echo(f"{change.action}d {change.path}{saved}")
     if not uninstall:
         _prepare_home(ctx, url, key, no_model)
         if not url:
@@ -161,6 +163,14 @@ def _home_steps(
     return steps
 
 
+def _check_key_slot(token: Path, key: str) -> None:
+    """Refuse (before anything is written) to replace another key in ``token``."""
+    if token.exists() and token.read_text().strip() not in ("", key):
+        raise InvalidInput(
+            f"{token} already holds another key; use --home for a separate data directory"
+        )
+
+
 def _prepare_home(ctx: typer.Context, url: str | None, key: str | None, no_model: bool) -> None:
     from engram.cli.keys import bootstrap
 
@@ -168,13 +178,9 @@ def _prepare_home(ctx: typer.Context, url: str | None, key: str | None, no_model
     home = st.settings.home
     if url:
         if key:
-            token = home / "token"
-            if token.exists() and token.read_text().strip() not in ("", key):
-                raise InvalidInput(
-                    f"{token} already holds another key; use --home for a separate data directory"
-                )
+            _check_key_slot(home / "token", key)
             home.mkdir(parents=True, exist_ok=True)
-            write_private(token, key + "\n")
+            write_private(home / "token", key + "\n")
         return
     with service(ctx) as (engram, _st):
         engram.environments.ensure_default(st.actor)
