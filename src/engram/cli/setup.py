@@ -58,7 +58,6 @@ def setup(
         str | None,
         typer.Option(
             "--key",
-            envvar="ENGRAM_TOKEN",
             help="The API key for --url (default: ENGRAM_TOKEN); stored in <home>/token (0600) "
             "for the hooks. MCP clients read it from ENGRAM_TOKEN.",
         ),
@@ -88,6 +87,7 @@ def setup(
     the embedding model, so the first MCP call does not wait for it."""
     st = state(ctx)
     env, platform, home = dict(os.environ), sys.platform, st.settings.home
+    key = key or (st.settings.token if url else None)
     names = session.chosen(_agents(agent), env, platform)
     if not names:
         raise InvalidInput(
