@@ -26,6 +26,8 @@ NAME = re.compile(r"\bENGRAM_[A-Z_]+\b")
 # hooks` reads the agents' HOME-relative config locations and passes the environment to the
 # hook commands it writes
 READERS = {Path("config.py"), Path("sdk/client.py"), Path("hooks/client.py"), Path("cli/hooks.py")}
+# engram setup / doctor / service find the agents' files through HOME, PATH, XDG_CONFIG_HOME…
+READERS |= {Path("cli/setup.py")}
 # and the CLI may read a variable the user names (engram extract --api-key-env NAME)
 USER_NAMED = {Path("cli/extract.py")}
 

@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 
 from engram.cli.common import EnvOption, state
-from engram.cli.mcp_clients import WHERE, Launch, McpClient, snippet
 from engram.config import DEFAULT_HOST, DEFAULT_PORT
 from engram.service import Engram
+from engram.setup.mcp_entries import WHERE, Launch, McpClient, snippet
 
 
 def mcp(

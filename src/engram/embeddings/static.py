@@ -205,6 +205,11 @@ def default_model_dir(cache_root: Path) -> Path:
     return cache_root / f"{MODEL_ID}"
 
 
+def is_prepared(cache_root: Path) -> bool:
+    """Whether the default model is already distilled under ``cache_root``."""
+    return _is_complete(default_model_dir(cache_root))
+
+
 def _is_complete(model_dir: Path) -> bool:
     return all(
         (model_dir / name).is_file() for name in (_EMBEDDINGS_FILE, _TOKENIZER_FILE, _CONFIG_FILE)

@@ -14,18 +14,16 @@ Engram's entries (those whose command runs ``engram-hook``).
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from engram.capture.events import Agent
-from engram.errors import InvalidInput
+from engram.setup import files, formats
 
 MARK = "engram-hook"
 CLAUDE_EVENTS = (
@@ -52,8 +50,8 @@ CURSOR_EVENTS = (
 _TOOL_EVENTS = {"PostToolUse", "PostToolUseFailure", "AfterTool"}
 
 
-class InstallError(InvalidInput):
-    """A configuration file cannot be read or changed; the message names it."""
+InstallError = formats.ConfigError
+"""A configuration file cannot be read or changed; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +101,7 @@ def config_path(agent: Agent, env: Mapping[str, str]) -> Path:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError) as exc:
-        raise InstallError(f"{path} is not valid JSON ({exc}); fix or move it first") from exc
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} does not hold a JSON object; fix or move it first")
-    return data
+    return formats.parse_json(path, files.read(path))
 
 
 def _ours(handler: Any) -> bool:
@@ -245,27 +235,9 @@ export const EngramPlugin = async ({ directory, worktree }) => {
 """
 
 
-def _backup(path: Path) -> Path | None:
-    if not path.exists():
-        return None
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-    backup = path.with_name(f"{path.name}.engram-backup-{stamp}")
-    shutil.copy2(path, backup)
-    return backup
-
-
-def _write(path: Path, text: str) -> Path | None:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return None
-    backup = _backup(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".engram-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return backup
-
-
-def _render(agent: Agent, current: dict[str, Any], command: str | None) -> dict[str, Any]:
+def render(agent: Agent, current: dict[str, Any], command: str | None) -> dict[str, Any]:
+    """``current`` (an agent's hook file, parsed) with Engram's hooks running ``command``
+    (None: without Engram's hooks); other hooks are kept in place."""
     if agent is Agent.CURSOR:
         return _cursor(current, command)
     return _claude_like(agent, current, command)
@@ -289,12 +261,12 @@ def install(
     else:
         current = _read_json(path)
         text = json.dumps(
-            _render(agent, current, hook_command(agent, executable, settings)), indent=2
+            render(agent, current, hook_command(agent, executable, settings)), indent=2
         )
         text += "\n"
     if existed and path.read_text(encoding="utf-8") == text:
         return Change(agent, path, "unchanged")
-    backup = _write(path, text)
+    backup = files.write(path, text)
     return Change(agent, path, "updated" if existed else "installed", backup)
 
 
@@ -305,14 +277,13 @@ def uninstall(agent: Agent, env: Mapping[str, str]) -> Change:
     if agent is Agent.OPENCODE:
         if MARK not in path.read_text(encoding="utf-8"):
             return Change(agent, path, "absent")
-        backup = _backup(path)
-        path.unlink()
+        backup = files.write(path, None)
         return Change(agent, path, "removed", backup)
     current = _read_json(path)
-    text = json.dumps(_render(agent, current, None), indent=2) + "\n"
+    text = json.dumps(render(agent, current, None), indent=2) + "\n"
     if json.loads(text) == current:
         return Change(agent, path, "absent")
-    backup = _write(path, text)
+    backup = files.write(path, text)
     return Change(agent, path, "removed", backup)
 
 

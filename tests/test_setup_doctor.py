@@ -1,0 +1,137 @@
+"""engram doctor against a real server and a fake HOME wired by engram setup: all good, then
+each thing broken in turn is reported with the command that fixes it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engram import Engram, Settings
+from engram.cli import main
+from engram.cli.keys import bootstrap
+from tests.capture_server import free_port, serve
+
+
+@pytest.fixture
+def wired(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, str]]:
+    home = tmp_path / "home"
+    for name in (
+        "XDG_CONFIG_HOME",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "ENGRAM_TOKEN",
+        "ENGRAM_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    engram_home = tmp_path / "engram"
+    monkeypatch.setenv("ENGRAM_HOME", str(engram_home))
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "none")
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    for folder in (".claude", ".gemini", ".config/opencode", ".cursor"):
+        (home / folder).mkdir(parents=True)
+    engram = Engram.open(Settings.load(engram_home))
+    assert bootstrap(engram, engram_home) is not None
+    with serve(engram) as url:
+        monkeypatch.setenv("ENGRAM_URL", url)  # what the agents pass on to their hooks
+        assert main(["setup", "--yes"]) == 0
+        yield home, url
+    engram.close()
+
+
+def doctor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["doctor", *args])
+    return code, capsys.readouterr().out
+
+
+def test_all_good_after_setup(wired: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    _home, url = wired
+    code, out = doctor(capsys, "--url", url)
+    assert code == 0, out
+    assert "All good." in out and "FAIL" not in out
+    for name in ("server", "token", "model", "claude mcp", "claude hooks", "gemini trust",
+                 "opencode hooks", "cursor hooks"):  # fmt: skip
+        assert f"ok   {name}:" in out, out
+    assert "answers in" in out
+
+
+def test_a_server_that_is_down(wired: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = doctor(capsys, "--url", f"http://127.0.0.1:{free_port()}")
+    assert code == 1
+    assert "FAIL server:" in out and "fix: engram service install (or run: engram serve)" in out
+
+
+def test_hooks_that_post_to_a_server_that_is_down(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _home, url = wired
+    down = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("ENGRAM_URL", down)
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1 and "ok   server:" in out
+    assert f"FAIL claude hooks: the hooks post to {down}, which does not answer" in out
+
+
+def test_a_refused_token(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _home, url = wired
+    monkeypatch.setenv("ENGRAM_TOKEN", "egm_not_a_real_key")
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1
+    assert "FAIL token: the server refused the token (HTTP 401)" in out
+    assert "fix: engram init --rotate" in out
+
+
+def test_wiring_that_points_at_missing_files(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    home, url = wired
+    settings = home / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    for groups in data["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = "/nonexistent/engram-hook claude"
+    settings.write_text(json.dumps(data))
+    claude = home / ".claude.json"
+    entry = json.loads(claude.read_text())
+    entry["mcpServers"]["engram"]["env"]["ENGRAM_HOME"] = str(tmp_path / "gone")
+    claude.write_text(json.dumps(entry))
+    (home / ".cursor" / "mcp.json").unlink()
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1
+    assert "FAIL claude hooks:" in out and "runs /nonexistent/engram-hook, which does not" in out
+    assert f"names ENGRAM_HOME={tmp_path / 'gone'}, which does not exist" in out
+    assert f"fix: engram --home {tmp_path / 'gone'} init" in out
+    assert "FAIL cursor mcp: no 'engram' server in" in out
+    assert out.count("fix: engram setup --agent claude") == 1
+    assert "fix: engram setup --agent cursor" in out
+    assert main(["setup", "--yes"]) == 0
+    code, out = doctor(capsys, "--url", url)
+    assert code == 0, out
+
+
+def test_a_model_not_prepared_and_an_untrusted_folder(
+    wired: tuple[Path, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    home, url = wired
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "default")
+    monkeypatch.setenv("ENGRAM_MODEL_CACHE", str(tmp_path / "empty-cache"))
+    (home / ".gemini" / "trustedFolders.json").write_text("{}")
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1
+    assert "FAIL model: default model not prepared yet" in out
+    assert "fix: engram setup (or: engram init)" in out
+    assert f"FAIL gemini trust: {Path.cwd()} is not a trusted folder" in out
+    assert f"fix: engram setup --agent gemini --trust {Path.cwd()}" in out
