@@ -246,3 +246,24 @@ def test_the_hook_client_does_not_load_the_service_stack() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_hook_posting_to_a_local_address_loads_no_idna_codec_and_compiles_few_patterns() -> None:
+    """Start-up cost of one hook run: no IDNA codec (unicodedata) for an ASCII host, and only
+    the scrub patterns whose literals the text holds are compiled."""
+    code = (
+        "import socket, sys\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
+        "from engram.hooks.wire import ServerUnavailable, post_json\n"
+        "from engram.capture.privacy import clean\n"
+        "from engram.scrub.patterns import BUILTIN\n"
+        "clean('ordinary words about tests and files', 1000)\n"
+        "try:\n"
+        "    post_json(f'http://127.0.0.1:{port}', '/x', {}, 't', 1.0)\n"
+        "except ServerUnavailable:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('encodings.idna', 'unicodedata', 'stringprep') "
+        "if m in sys.modules), sum(p._regex is not None for p in BUILTIN))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] 0"

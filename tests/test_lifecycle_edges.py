@@ -18,7 +18,7 @@ from engram.lifecycle.report import StoredMemory
 from engram.mcp import Binding, build_server
 from engram.models import MemoryFilter, MemoryPatch, Status
 from engram.sdk import Client
-from engram.service.fact_index import WARM_LOOKUPS
+from engram.service.fact_index import WARM_LOOKUPS, FactIndexes
 from engram.store.sqlite import SQLiteStore
 from tests import test_api_live
 from tests.conftest import FakeClock
@@ -167,3 +167,25 @@ def test_the_index_sees_other_processes_and_other_paths(tmp_path: Path, clock: F
         assert deleted.status is Status.DELETED
         fresh = a.lifecycle.remember(NewMemory(content="Keiko keeps bees"), LOCAL)
         assert fresh.action is Outcome.CREATED
+
+
+def test_a_batch_counts_one_lookup_per_fact_toward_building_the_index(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A batch of many facts builds the candidate index before it, rather than sending each
+    fact's lookup to the store's keyword search; a single write still waits for the warm-up."""
+    with Engram(SQLiteStore(tmp_path / "e.db"), clock=clock) as engram:
+        engram.memories.add_many(
+            [NewMemory(content=f"Fact {i} about otters") for i in range(WARM_LOOKUPS)], LOCAL
+        )
+        env = engram.environments.resolve(None, LOCAL).id
+        indexes = FactIndexes(engram.store)
+        with indexes.lock:
+            assert indexes.index(env) is None  # one lookup: not worth a build yet
+            built = indexes.index(env, WARM_LOOKUPS)
+        assert built is not None and len(built) == WARM_LOOKUPS
+        # and the write path passes its batch size: the batch's facts see the index's
+        out = engram.lifecycle.remember_many(
+            [NewMemory(content=f"Fact {i} about otters") for i in range(WARM_LOOKUPS)], LOCAL
+        )
+        assert [o.action for o in out] == [Outcome.MERGED] * WARM_LOOKUPS

@@ -12,7 +12,7 @@ from fastapi import APIRouter, FastAPI
 import engram
 from engram.api import errors, idempotency
 from engram.api.guard import RequestLimits
-from engram.api.observability import Metrics, observe
+from engram.api.observability import Metrics, Observe
 from engram.api.routers import (
     audit,
     capture,
@@ -71,7 +71,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     errors.install(app)
     idempotency.install(app, service, settings)  # Idempotency-Key on every write
     app.add_middleware(RequestLimits)  # size limits first: nothing oversized is reserved
-    app.middleware("http")(observe(app.state.metrics))  # outermost: counts replays too
+    app.add_middleware(Observe, metrics=app.state.metrics)  # outermost: counts replays too
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
     for prefix, router in RESOURCES:

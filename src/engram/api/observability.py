@@ -6,12 +6,11 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import Request, Response
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("engram.api")
 
@@ -66,39 +65,53 @@ class Metrics:
         )
 
 
-def route_template(request: Request) -> str:
+def route_template(scope: Scope) -> str:
     """The matched path with its parameters put back as ``{name}`` ('unmatched' for a 404)."""
-    if request.scope.get("route") is None:
+    if scope.get("route") is None:
         return "unmatched"
-    path: str = request.scope["path"]
-    for name, value in request.scope.get("path_params", {}).items():
+    path: str = scope["path"]
+    for name, value in scope.get("path_params", {}).items():
         path = path.replace(f"/{value}", "/{" + name + "}", 1)
     return path
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+class Observe:
+    """ASGI middleware: count, time and log every request by its route template (not its raw
+    path, so ids never blow up label cardinality). A request is measured up to the start of its
+    response (a streamed body is not waited for); one whose handler raised before answering
+    is not counted (the error handler outside answers it).
 
+    Plain ASGI rather than an ``@app.middleware("http")`` function: Starlette runs those in a
+    task group with memory streams per request, a cost every capture event paid.
+    """
 
-def observe(metrics: Metrics) -> Callable[[Request, Handler], Awaitable[Response]]:
-    """Middleware: count, time and log every request by its route template (not its raw path,
-    so ids never blow up label cardinality)."""
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
 
-    async def middleware(request: Request, call_next: Handler) -> Response:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         start = time.perf_counter()
-        response = await call_next(request)
-        elapsed = time.perf_counter() - start
-        route = route_template(request)
-        metrics.requests.labels(request.method, route, str(response.status_code)).inc()
-        metrics.latency.labels(request.method, route).observe(elapsed)
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self._record(scope, int(message["status"]), time.perf_counter() - start)
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+    def _record(self, scope: Scope, status: int, elapsed: float) -> None:
+        route, method = route_template(scope), scope["method"]
+        self.metrics.requests.labels(method, route, str(status)).inc()
+        self.metrics.latency.labels(method, route).observe(elapsed)
         log.info(
             "request",
             extra={
-                "method": request.method,
+                "method": method,
                 "route": route,
-                "status": response.status_code,
+                "status": status,
                 "ms": round(elapsed * 1000, 2),
             },
         )
-        return response
-
-    return middleware

@@ -50,7 +50,11 @@ def _http(
     head = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(payload)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    # an ASCII host is passed as bytes: a str would be IDNA-encoded first, which imports the
+    # idna codec and unicodedata (milliseconds of start-up for a hook that runs once)
+    address = host.encode("ascii") if host.isascii() else host
+    # (socket accepts a bytes host; the stubs say str only)
+    with socket.create_connection((address, port), timeout=timeout) as sock:  # type: ignore[arg-type]
         sock.sendall(request)
         chunks: list[bytes] = []
         while True:

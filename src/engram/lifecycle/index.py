@@ -28,6 +28,8 @@ class CandidateIndex:
     def __init__(self, memories: Iterable[Memory] = ()) -> None:
         self._facts: dict[str, tuple[Memory, frozenset[str]]] = {}
         self._by_word: dict[str, set[str]] = {}
+        self._norm: dict[str, float] = {}
+        """Per fact: the length norm a lookup subtracts from its first term's weight."""
         for m in memories:
             self.put(m)
 
@@ -46,6 +48,7 @@ class CandidateIndex:
             return
         words = word_set(memory.content)
         self._facts[memory.id] = (memory, words)
+        self._norm[memory.id] = 1e-6 * len(words)
         for w in words:
             self._by_word.setdefault(w, set()).add(memory.id)
 
@@ -53,6 +56,7 @@ class CandidateIndex:
         old = self._facts.pop(memory_id, None)
         if old is None:
             return
+        del self._norm[memory_id]
         for w in old[1]:
             ids = self._by_word.get(w)
             if ids is not None:
@@ -67,17 +71,18 @@ class CandidateIndex:
             (ids for t in dict.fromkeys(terms) if (ids := self._by_word.get(t))), key=len
         )
         scores: dict[str, float] = {}
-        facts = self._facts
+        norm = self._norm
         for ids in postings:
             weight = 1.0 / math.log(2.0 + len(ids))
             if len(ids) <= COMMON or not scores:
                 for i in ids:
-                    got = scores.get(i)
-                    # ties go to the shorter fact, as a keyword ranking's length norm would
-                    scores[i] = weight - 1e-6 * len(facts[i][1]) if got is None else got + weight
-            else:
-                for i in scores:
-                    if i in ids:
+                    if i in scores:
+                        scores[i] += weight
+                    else:  # ties go to the shorter fact, as a keyword ranking's length norm would
+                        scores[i] = weight - norm[i]
+            else:  # only re-score: each found fact holding the term gains its weight once
+                for i in ids if len(ids) < len(scores) else list(scores):
+                    if i in scores and i in ids:
                         scores[i] += weight
         best = heapq.nlargest(limit, scores, key=scores.__getitem__)
         out = []

@@ -11,24 +11,77 @@ Every regex is written to run in linear time on Python's backtracking engine:
 ``tests/test_scrub.py`` pins this with adversarial inputs (thousands of repeated separators and
 base64-like runs) and a doubling check. A pattern's optional group ``secret`` is the part that is
 replaced (the rest, such as a header name or ``NAME=``, is kept); without it the whole match is.
+
+Each built-in pattern names its ``needles``, literals it cannot match without (lowercase for a
+case-insensitive one), so that most texts are searched by a few patterns rather than all of
+them; ``tests/test_scrub_prefilter.py`` checks that skipping never changes a result.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
 class Pattern:
-    """A kind of secret and the regex that finds it."""
+    """A kind of secret, the regex that finds it, and the literals it cannot match without.
 
-    kind: str
-    regex: re.Pattern[str]
+    ``needles``: the regex can only match a text that contains one of them (checked against the
+    text folded to lowercase when ``fold``, as a case-insensitive regex needs), so a text with
+    none is not searched at all. Empty: always searched. The regex is compiled on first use, so a
+    process that never needs a pattern (the hook client, mostly) never compiles it.
+    """
+
+    __slots__ = ("_regex", "flags", "fold", "kind", "needles", "source")
+
+    def __init__(
+        self,
+        kind: str,
+        source: str,
+        flags: int = 0,
+        needles: tuple[str, ...] = (),
+        fold: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.source = source
+        self.flags = flags
+        self.needles = needles
+        self.fold = fold
+        self._regex: re.Pattern[str] | None = None
 
     @classmethod
     def compile(cls, kind: str, source: str, flags: int = 0) -> Pattern:
-        return cls(kind, re.compile(source, flags))
+        """A pattern compiled now (``re.error`` if ``source`` is not a valid regex), searched in
+        every text."""
+        pattern = cls(kind, source, flags)
+        pattern._regex = re.compile(source, flags)
+        return pattern
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        regex = self._regex
+        if regex is None:  # a race compiles twice, harmlessly
+            regex = self._regex = re.compile(self.source, self.flags)
+        return regex
+
+    def may_match(self, text: str, folded: str) -> bool:
+        """False only when the regex cannot match ``text`` (``folded``: :func:`fold` of it)."""
+        if not self.needles:
+            return True
+        haystack = folded if self.fold else text
+        return any(n in haystack for n in self.needles)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.kind!r}, {self.source!r})"
+
+
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+"""The non-ASCII letters a case-insensitive regex matches to ASCII ones (``İ ı ſ K``)."""
+
+
+def fold(text: str) -> str:
+    """``text`` lowercased so that every ASCII letter a case-insensitive regex would match is
+    that lowercase letter: a needle absent from it cannot be matched."""
+    return text.lower() if text.isascii() else text.translate(_FOLD).lower()
 
 
 _NOT_MARKER = r"(?!\[REDACTED)"
@@ -50,23 +103,26 @@ never a variable reference (``$X``, ``${X}``, ``<X>``, ``%X%``) or a null/boolea
 BUILTIN: tuple[Pattern, ...] = (
     # whole blocks first: their bodies would otherwise match shorter patterns piecemeal;
     # an unterminated block is redacted to the end of the text
-    Pattern.compile(
+    Pattern(
         "private_key",
         r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
         r"(?:[^-]|-(?!----END))*+"
         r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
+        needles=("-----BEGIN",),
     ),
-    Pattern.compile(
+    Pattern(
         "jwt",
         r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}+\.eyJ[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]*+",
+        needles=(".eyJ",),
     ),
-    Pattern.compile(
+    Pattern(
         "url_credentials",
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/?#@:]{0,256}:"
         + _NOT_MARKER
         + r"(?P<secret>[^\s/?#@]{1,256})@",
+        needles=("://",),
     ),
-    Pattern.compile(
+    Pattern(
         "auth_header",
         r"(?<![A-Za-z0-9_-])(?:"
         + _HEADERS
@@ -75,59 +131,96 @@ BUILTIN: tuple[Pattern, ...] = (
         # an optional scheme word (Bearer, Basic, token...) and a credential of 8+ characters
         + r"(?P<secret>(?:[A-Za-z]{2,20}[ \t]++)?[^\s\"',;]{8,1024})",
         re.IGNORECASE,
+        needles=("authorization", "api-key", "-token", "subscription-key"),
+        fold=True,
     ),
-    Pattern.compile(
+    Pattern(
         "cookie",
         r"(?<![A-Za-z0-9_-])(?:set-)?cookie[\"']?[ \t]*+:[ \t]*+[\"']?"
         + _NOT_MARKER
         + r"(?P<secret>[^\r\n\"']{8,4096})",
         re.IGNORECASE,
+        needles=("cookie",),
+        fold=True,
     ),
-    Pattern.compile(
+    Pattern(
         "bearer_token",
         r"(?<![A-Za-z0-9_-])[Bb]earer[ \t]++"
         + _NOT_MARKER
         + r"(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*+)",
+        needles=("earer",),
     ),
-    Pattern.compile("github_token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+"),
-    Pattern.compile("github_token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}+"),
-    Pattern.compile("gitlab_token", r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}+"),
-    Pattern.compile("stripe_key", r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+"),
+    Pattern(
+        "github_token",
+        r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+",
+        needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    Pattern(
+        "github_token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}+", needles=("github_pat_",)
+    ),
+    Pattern("gitlab_token", r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}+", needles=("glpat-",)),
+    Pattern(
+        "stripe_key",
+        r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+",
+        needles=("_live_", "_test_"),
+    ),
     # OpenAI, Anthropic and other "sk-" keys; a digit is required so that words like
     # "sk-learn-compatible-estimator" survive
-    Pattern.compile(
-        "api_key", r"(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]{0,300}?[0-9])[A-Za-z0-9_-]{20,}+"
+    Pattern(
+        "api_key",
+        r"(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]{0,300}?[0-9])[A-Za-z0-9_-]{20,}+",
+        needles=("sk-",),
     ),
     # case-insensitive: tags and categories arrive lowercased
-    Pattern.compile("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", re.IGNORECASE),
-    Pattern.compile(
+    Pattern(
+        "aws_access_key_id",
+        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        re.IGNORECASE,
+        needles=("akia", "asia"),
+        fold=True,
+    ),
+    Pattern(
         "aws_secret_key",
         r"(?<![A-Za-z0-9_])(?:aws_?)?(?:secret_?access_?key|session_?token)[\"']?[ \t]*+[:=]"
         r"[ \t]*+[\"']?" + _NOT_MARKER + r"(?P<secret>[A-Za-z0-9/+=]{16,4096}+)",
         re.IGNORECASE,
+        needles=("secret", "session"),
+        fold=True,
     ),
-    Pattern.compile(
-        "google_api_key", r"(?<![A-Za-z0-9_-])(?i:AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"
+    Pattern(
+        "google_api_key",
+        r"(?<![A-Za-z0-9_-])(?i:AIza)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
+        needles=("aiza",),
+        fold=True,
     ),
-    Pattern.compile("slack_token", r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}+"),
-    Pattern.compile("slack_token", r"(?<![A-Za-z0-9_-])xapp-[0-9]-[A-Za-z0-9-]{10,}+"),
-    Pattern.compile("slack_webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}+"),
-    Pattern.compile("npm_token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    Pattern.compile(
-        "telegram_bot_token", r"(?<![0-9A-Za-z_])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"
+    Pattern("slack_token", r"(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,}+", needles=("xox",)),
+    Pattern("slack_token", r"(?<![A-Za-z0-9_-])xapp-[0-9]-[A-Za-z0-9-]{10,}+", needles=("xapp-",)),
+    Pattern(
+        "slack_webhook",
+        r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}+",
+        needles=("hooks.slack.com/services/",),
+    ),
+    Pattern("npm_token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", needles=("npm_",)),
+    Pattern(
+        "telegram_bot_token",
+        r"(?<![0-9A-Za-z_])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
+        needles=(":AA",),
     ),
     # NAME_KEY=value, NAME_TOKEN: value, ... (environment-variable style names)
-    Pattern.compile(
+    Pattern(
         "secret_assignment",
         r"(?<![A-Za-z0-9_])(?:[A-Z0-9]+_)+(?:[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|"
         r"CREDENTIALS?))(?![A-Za-z0-9_])[\"']?[ \t]*+[:=][ \t]*+[\"']?" + _VALUE,
+        needles=("KEY", "TOKEN", "SECRET", "PASSW", "PWD", "CREDENTIAL"),
     ),
     # well-known lowercase and camelCase names: api_key = "...", password: ..., clientSecret=...
-    Pattern.compile(
+    Pattern(
         "secret_assignment",
         r"(?<![A-Za-z0-9_])(?:api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token|"
         r"refresh[_-]?token|auth[_-]?token|password|passwd)(?![A-Za-z0-9_])[\"']?[ \t]*+[:=]"
         r"[ \t]*+[\"']?" + _VALUE,
         re.IGNORECASE,
+        needles=("api_key", "api-key", "apikey", "secret", "token", "passw"),
+        fold=True,
     ),
 )

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from engram.scrub.patterns import BUILTIN, Pattern
+from engram.scrub.patterns import BUILTIN, Pattern, fold
 
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _PRIVATE_TAG = re.compile(r"<(/?)private\s*>", re.IGNORECASE)
@@ -114,8 +114,13 @@ class Scrubber:
             text, dropped = _drop_private(text)
             if dropped:
                 counts[PRIVATE] = dropped
+        folded = fold(text)
         for pattern in self.patterns:
-            text = pattern.regex.sub(partial(self._replace, kind=pattern.kind, counts=counts), text)
+            if not pattern.may_match(text, folded):  # a cheap literal check first
+                continue
+            out = pattern.regex.sub(partial(self._replace, kind=pattern.kind, counts=counts), text)
+            if out != text:  # a marker may bring a needle: the next checks read the new text
+                text, folded = out, fold(out)
         return text, Redactions(dict(sorted(counts.items())))
 
     def _replace(self, m: re.Match[str], *, kind: str, counts: dict[str, int]) -> str:

@@ -41,16 +41,18 @@ class FactIndexes:
         self._envs: dict[str, _Env] = {}
         self._stamp: int | None = None
 
-    def index(self, env_id: str) -> CandidateIndex | None:
+    def index(self, env_id: str, lookups: int = 1) -> CandidateIndex | None:
         """The environment's index if it is current (call under :attr:`lock`), building it when
-        enough lookups have missed; None: look up through the store."""
+        enough lookups have missed; None: look up through the store. ``lookups``: how many the
+        caller is about to make (a batch makes one per fact), so a batch that would send more
+        lookups to the store than a build costs builds the index first."""
         stamp = self._store.memory_stamp()
         if stamp != self._stamp:
             self._drop(stamp)
         env = self._envs.setdefault(env_id, _Env())
         if env.index is not None:
             return env.index
-        env.misses += 1
+        env.misses += max(lookups, 1)
         if env.misses < max(WARM_LOOKUPS, env.size // REBUILD_SHARE):
             return None
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT], statuses=[Status.ACTIVE])

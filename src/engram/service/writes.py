@@ -66,7 +66,7 @@ class WritePath:
         vectors = self._ops.embed([cleaned[i][0].content for i in checked])
         row_of = {item: row for row, item in enumerate(checked)}
         with self._indexes.lock:
-            index = self._indexes.index(env_id)
+            index = self._indexes.index(env_id, len(checked))
             before = self._indexes.stamp
             batch = _Batch(env_id, index)
             outcomes = []
