@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
+from engram import web
 from engram.api import errors, idempotency
 from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, observe
@@ -62,7 +63,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
         version=engram.__version__,
         description="A self-hosted persistent memory layer for AI. Every /api/v1 request needs "
         "'Authorization: Bearer <API key>'.",
-        docs_url="/docs",
+        docs_url=None,  # engram.web.docs serves /docs from local assets
         openapi_url="/openapi.json",
     )
     app.state.engram = service
@@ -77,4 +78,5 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
+    web.mount(app, service)  # the dashboard at /ui, /docs offline
     return app  # engram.servers.http_app mounts MCP at /mcp beside it
