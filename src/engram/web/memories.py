@@ -24,7 +24,7 @@ def browse(
     request: Request,
     viewer: Signed,
     q: Annotated[str, Query(max_length=MAX_QUERY_CHARS)] = "",
-    layer: Layer | None = None,
+    layer: Text = "",
     category: Text = "",
     tag: Text = "",
     status: Status = Status.ACTIVE,
@@ -58,7 +58,7 @@ def browse(
         )
     filters = {
         "q": q,
-        "layer": layer.value if layer else "",
+        "layer": layer,
         "category": category,
         "tag": tag,
         "status": status.value,
