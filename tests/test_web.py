@@ -137,13 +137,19 @@ def test_sign_in(owner: Page, site: Site) -> None:
     assert "unsafe-inline" not in csp
 
 
-def test_add_a_memory_and_find_it_with_its_breakdown(owner: Page) -> None:
-    owner.goto("/ui/memories")
-    owner.get_by_text("Add a memory").click()
-    form = owner.locator("#add-memory")
-    form.get_by_label("Content").fill("The release train leaves every Thursday at 10:00")
-    form.get_by_label("Tags").fill("ops, release")
+def _add(page: Page, content: str, **fields: str) -> None:
+    """Add a memory with the form on the memories page (fields: label -> value)."""
+    page.goto("/ui/memories")
+    page.get_by_text("Add a memory").click()
+    form = page.locator("#add-memory")
+    form.get_by_label("Content").fill(content)
+    for label, value in fields.items():
+        form.get_by_label(label).fill(value)
     form.get_by_role("button", name="Remember").click()
+
+
+def test_add_a_memory_and_find_it_with_its_breakdown(owner: Page) -> None:
+    _add(owner, "The release train leaves every Thursday at 10:00", Tags="ops, release")
     expect(owner.locator("#memory-content")).to_have_text(
         "The release train leaves every Thursday at 10:00"
     )
@@ -184,16 +190,8 @@ def test_edit_see_the_diff_and_restore(owner: Page) -> None:
 
 
 def test_accept_a_review(owner: Page, site: Site) -> None:
-    owner.goto("/ui/memories")
-    owner.get_by_text("Add a memory").click()
-    form = owner.locator("#add-memory")
-    form.get_by_label("Content").fill("User prefers dark mode")
-    form.get_by_label("Importance").fill("0.9")
-    form.get_by_role("button", name="Remember").click()
-    owner.goto("/ui/memories")
-    owner.get_by_text("Add a memory").click()
-    form.get_by_label("Content").fill("User prefers light mode")
-    form.get_by_role("button", name="Remember").click()
+    _add(owner, "User prefers dark mode", Importance="0.9")
+    _add(owner, "User prefers light mode")
     expect(owner.get_by_role("status")).to_have_text("queued")
     owner.goto("/ui/reviews")
     review = owner.locator("article.review")

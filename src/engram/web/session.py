@@ -20,6 +20,7 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from starlette.requests import Request
@@ -71,8 +72,14 @@ def actor_for(user: User) -> Actor:
 class WebAuth:
     """Sign-in and the sessions of one server."""
 
-    def __init__(self, accounts: AccountService, secret: bytes | None = None) -> None:
+    def __init__(
+        self,
+        accounts: AccountService,
+        secret: bytes | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._accounts = accounts
+        self._now = now
         self._secret = secret or secrets.token_bytes(32)
         self._sessions: dict[str, Session] = {}
         self._failures = _Failures()
@@ -86,7 +93,7 @@ class WebAuth:
         """The user with this name and password. :class:`~engram.errors.Unauthenticated` for a
         wrong pair; :class:`~engram.errors.Saturated` (429) after :data:`MAX_FAILURES` failures
         for the name or the client within :data:`FAILURE_WINDOW` seconds, right or wrong."""
-        now = time.monotonic()
+        now = self._now()
         keys = [f"user:{name.strip().lower()}", f"client:{client}"]
         with self._lock:
             recent = [self._failures.recent(k, now) for k in keys]
@@ -108,7 +115,7 @@ class WebAuth:
     def start(self, user: User) -> tuple[str, Session]:
         """A new session for ``user``: its token (for the cookie) and the session."""
         token = secrets.token_urlsafe(32)
-        session = Session(user.id, secrets.token_urlsafe(32), time.time() + SESSION_SECONDS)
+        session = Session(user.id, secrets.token_urlsafe(32), self._now() + SESSION_SECONDS)
         with self._lock:
             self._sessions[self._digest(token)] = session
         return token, session
@@ -120,7 +127,7 @@ class WebAuth:
         digest = self._digest(token)
         with self._lock:
             session = self._sessions.get(digest)
-            if session is not None and session.expires_at <= time.time():
+            if session is not None and session.expires_at <= self._now():
                 del self._sessions[digest]
                 return None
             return session
