@@ -17,9 +17,10 @@ import pytest
 
 from engram import LOCAL, Engram
 from engram.accounts import Role
-from engram.api import ServerSettings, create_app
+from engram.api import ServerSettings
 from engram.embeddings.static import StaticEmbedder
 from engram.models import NewMemory
+from engram.servers import http_app
 from engram.store.sqlite import SQLiteStore
 from tests.test_api_live import running
 
@@ -57,7 +58,7 @@ def site(
     shared = engram.environments.create("team", LOCAL)
     engram.environments.share(shared.id, reader.id, Role.READER, LOCAL)
     try:
-        with running(lambda port: create_app(engram, ServerSettings(port=port))) as url:
+        with running(lambda port: http_app(engram, ServerSettings(port=port))) as url:
             yield Site(url, engram, shared.id, reader.id)
     finally:
         engram.close()

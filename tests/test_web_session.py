@@ -13,9 +13,10 @@ from fastapi.testclient import TestClient
 
 from engram import LOCAL, Engram
 from engram.accounts import ALL_SCOPES, Scope
-from engram.api import ServerSettings, create_app
+from engram.api import ServerSettings
 from engram.cli import main
 from engram.errors import Saturated, Unauthenticated
+from engram.servers import http_app
 from engram.web.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_SECONDS, WebAuth, actor_for
 
 PASSWORD = "a long password"
@@ -77,7 +78,7 @@ def _csrf(html: str) -> str:
 
 
 def test_sign_in_edge(people: Engram) -> None:
-    client = TestClient(create_app(people, ServerSettings()), base_url="http://127.0.0.1")
+    client = TestClient(http_app(people, ServerSettings()), base_url="http://127.0.0.1")
     page = client.get("/ui/login")
     form = {"name": "bob", "password": PASSWORD, "next": "//evil.example/x"}
     # without the form's token (or with another), no sign-in

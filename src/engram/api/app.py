@@ -10,8 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
-from engram import web
-from engram.api import errors, idempotency
+from engram.api import docs, errors, idempotency
 from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, observe
 from engram.api.routers import (
@@ -63,7 +62,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
         version=engram.__version__,
         description="A self-hosted persistent memory layer for AI. Every /api/v1 request needs "
         "'Authorization: Bearer <API key>'.",
-        docs_url=None,  # engram.web.docs serves /docs from local assets
+        docs_url=None,  # engram.api.docs serves /docs from local assets
         openapi_url="/openapi.json",
     )
     app.state.engram = service
@@ -78,5 +77,5 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
-    web.mount(app, service)  # the dashboard at /ui, /docs offline
+    docs.mount(app)  # /docs from local assets, no CDN
     return app  # engram.servers.http_app mounts MCP at /mcp beside it

@@ -1,9 +1,8 @@
 """The web dashboard, served by ``engram serve`` on the API's origin under ``/ui``: server-rendered
 pages (Jinja2) over the same services as the REST API, signed in with a user's password.
 
-Every response under ``/ui`` and ``/docs`` carries a strict Content-Security-Policy (only this
-origin's scripts, styles, images and forms; no framing); the API docs load Swagger UI from this
-server (:mod:`engram.web.docs`), never a CDN.
+Every response under ``/ui`` carries a strict Content-Security-Policy (only this origin's
+scripts, styles, images and forms; no framing). ``engram.servers.http_app`` mounts it.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from engram.service import Engram
 from engram.web import (
     audit,
     context,
-    docs,
     environments,
     keys,
     login,
@@ -58,12 +56,11 @@ def _html_errors(app: FastAPI) -> None:
     api_invalid: Handler = app.exception_handlers[RequestValidationError]
 
     async def engram_error(request: Request, exc: Exception) -> Response:
+        answer = await _call(api_error, request, exc)
         if not _ours(request):
-            return await _call(api_error, request, exc)
-        from engram.api.errors import status_of
-
+            return answer
         assert isinstance(exc, EngramError)
-        return error_page(request, exc, status_of(exc))
+        return error_page(request, exc, answer.status_code)  # the API's status for it
 
     async def invalid(request: Request, exc: Exception) -> Response:
         if not _ours(request):
@@ -87,20 +84,19 @@ async def _call(handler: Handler, request: Request, exc: Exception) -> Response:
 
 
 def mount(app: FastAPI, engram: Engram) -> None:
-    """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static, and
-    the API docs at /docs from local assets."""
+    """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static."""
     app.state.web_auth = WebAuth(engram.accounts)
     _html_errors(app)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next: RequestResponseEndpoint) -> Response:
         response = await call_next(request)
-        if _ours(request) or request.url.path.startswith(docs.PATH):
+        if _ours(request):
             response.headers["Content-Security-Policy"] = CSP
             response.headers["X-Content-Type-Options"] = "nosniff"
             response.headers["Referrer-Policy"] = "no-referrer"
             response.headers["X-Frame-Options"] = "DENY"
-            if _ours(request) and "cache-control" not in response.headers:
+            if "cache-control" not in response.headers:
                 response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -111,4 +107,3 @@ def mount(app: FastAPI, engram: Engram) -> None:
     app.mount(PREFIX + "/static", StaticFiles(directory=HERE / "static"), name="web-static")
     for screen in SCREENS:
         app.include_router(screen.router, prefix=PREFIX, include_in_schema=False)
-    docs.mount(app)
