@@ -22,6 +22,7 @@ from engram.embeddings.static import StaticEmbedder
 from engram.models import NewMemory
 from engram.servers import http_app
 from engram.store.sqlite import SQLiteStore
+from tests import export_fixtures as fx
 from tests.test_api_live import running
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -240,6 +241,21 @@ def test_preview_a_context(owner: Page) -> None:
     expect(owner.locator("tr[data-tier=soul]")).to_be_visible()
     assert "300 tokens" in owner.locator("main").inner_text()
     _shot(owner, "context")
+
+
+def test_import_a_chatgpt_export_and_find_a_memory_from_it(owner: Page, tmp_path: Path) -> None:
+    export = fx.chatgpt_export(tmp_path / "chatgpt.zip")
+    owner.goto("/ui/transfer")
+    owner.locator("#import-form input[type=file]").set_input_files(str(export))
+    owner.get_by_role("button", name="Preview").click()
+    preview = owner.locator("#import-preview")
+    expect(preview).to_contain_text("chatgpt.zip")
+    expect(preview.locator("tbody tr").first).to_contain_text("chatgpt")
+    owner.get_by_role("button", name="Import it").click()
+    expect(owner.locator("#import-report")).to_contain_text("Imported chatgpt.zip: 2 conversation")
+    _shot(owner, "import")
+    owner.goto("/ui/memories?q=which+database+for+billing")
+    expect(owner.locator("li.result").first).to_contain_text("PostgreSQL")
 
 
 def test_create_and_revoke_a_key(owner: Page, site: Site) -> None:

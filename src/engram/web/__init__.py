@@ -26,7 +26,9 @@ from engram.web import (
     memories,
     memory,
     reviews,
+    sessions,
     soul,
+    transfer,
 )
 from engram.web.pages import HERE, PREFIX, SignInRequired, error_page
 from engram.web.session import WebAuth
@@ -40,7 +42,19 @@ CSP = (
 )
 """Only this origin, no inline script or style, no framing."""
 
-SCREENS = (login, memories, memory, reviews, soul, context, environments, keys, audit)
+SCREENS = (
+    login,
+    memories,
+    memory,
+    reviews,
+    soul,
+    context,
+    sessions,
+    transfer,
+    environments,
+    keys,
+    audit,
+)
 
 Handler = Callable[[Request, Exception], Awaitable[Response] | Response]
 
@@ -86,6 +100,7 @@ async def _call(handler: Handler, request: Request, exc: Exception) -> Response:
 def mount(app: FastAPI, engram: Engram) -> None:
     """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static."""
     app.state.web_auth = WebAuth(engram.accounts)
+    app.state.web_uploads = transfer.Uploads()
     _html_errors(app)
 
     @app.middleware("http")
