@@ -29,6 +29,7 @@ from engram.web import (
     sessions,
     soul,
     transfer,
+    users,
 )
 from engram.web.pages import HERE, PREFIX, SignInRequired, error_page
 from engram.web.session import WebAuth
@@ -53,6 +54,7 @@ SCREENS = (
     transfer,
     environments,
     keys,
+    users,
     audit,
 )
 

@@ -33,6 +33,7 @@ def browse(
     before: Text = "",
     mode: SearchMode = SearchMode.HYBRID,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    note: Annotated[str, Query(max_length=100)] = "",
 ) -> HTMLResponse:
     """Without a query: a page of memories, newest change first; with one: ranked results,
     each with its breakdown."""
@@ -78,6 +79,7 @@ def browse(
         layers=list(Layer),
         statuses=list(Status),
         modes=list(SearchMode),
+        note=note,
     )
 
 

@@ -100,6 +100,7 @@ async def upload(request: Request, viewer: Posted, file: UploadFile) -> HTMLResp
         raise InvalidInput("the file is empty", field="file")
     upload_id = _uploads(request).put(viewer.user.id, file.filename or "upload", data)
     found = _uploads(request).get(upload_id, viewer.user.id)
+
     def preview() -> ImportPreview:
         bundle = viewer.engram.imports.read(found.path)
         return viewer.engram.imports.preview(
