@@ -16,6 +16,7 @@ from engram.api import ServerSettings
 from engram.models import NewMemory
 from engram.servers import http_app
 
+pytestmark = pytest.mark.slow  # Argon2id hashes each sign-in (about 0.5 s apiece under load)
 PASSWORD = "a long password"
 
 

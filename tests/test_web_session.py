@@ -19,6 +19,7 @@ from engram.errors import Saturated, Unauthenticated
 from engram.servers import http_app
 from engram.web.session import FAILURE_WINDOW, MAX_FAILURES, SESSION_SECONDS, WebAuth, actor_for
 
+pytestmark = pytest.mark.slow  # Argon2id hashes each sign-in (about 0.5 s apiece under load)
 PASSWORD = "a long password"
 
 
