@@ -252,7 +252,10 @@ def test_import_a_chatgpt_export_and_find_a_memory_from_it(owner: Page, tmp_path
     expect(preview).to_contain_text("chatgpt.zip")
     expect(preview.locator("tbody tr").first).to_contain_text("chatgpt")
     owner.get_by_role("button", name="Import it").click()
-    expect(owner.locator("#import-report")).to_contain_text("Imported chatgpt.zip: 2 conversation")
+    expect(owner).to_have_url(re.compile(r"/ui/transfer/jobs/"))  # reloads until it is done
+    expect(owner.locator("#import-report")).to_contain_text(
+        "Imported chatgpt.zip: 2 conversation", timeout=60_000
+    )
     _shot(owner, "import")
     owner.goto("/ui/memories?q=which+database+for+billing")
     expect(owner.locator("li.result").first).to_contain_text("PostgreSQL")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,6 +17,7 @@ from engram import LOCAL, Engram
 from engram.api import ServerSettings
 from engram.models import NewMemory
 from engram.servers import http_app
+from tests import export_fixtures as fx
 
 pytestmark = pytest.mark.slow  # Argon2id hashes each sign-in (about 0.5 s apiece under load)
 PASSWORD = "a long password"
@@ -148,3 +151,41 @@ def test_delete_purge_with_confirmation_and_error_pages(engram: Engram, owner: B
     assert missing.headers["content-type"].startswith("text/html")
     bad = owner.client.get("/ui/memories?layer=nonsense")
     assert bad.status_code == 422 and "layers" in bad.text
+
+
+def test_import_runs_in_the_background_with_progress(
+    engram: Engram, owner: Browser, tmp_path: Path
+) -> None:
+    export = fx.chatgpt_export(tmp_path / "chatgpt.zip", extra=30)
+    with export.open("rb") as f:
+        r = owner.client.post(
+            "/ui/transfer/import",
+            data={"csrf": owner.csrf},
+            files={"file": ("chatgpt.zip", f, "application/zip")},
+        )
+    assert r.status_code == 200 and 'id="import-preview"' in r.text
+    [upload_id] = re.findall(r'name="upload_id" value="([^"]+)"', r.text)
+    started = owner.client.post(
+        "/ui/transfer/commit",
+        data={"csrf": owner.csrf, "upload_id": upload_id},
+        follow_redirects=False,
+    )
+    assert started.status_code == 303
+    job = started.headers["location"]
+    deadline = time.monotonic() + 60
+    seen = []
+    while True:
+        page = owner.get(job)
+        seen.append('http-equiv="refresh"' in page)
+        if 'id="import-report"' in page:
+            break
+        assert time.monotonic() < deadline, page
+        time.sleep(0.05)
+    assert "Imported chatgpt.zip: 32 conversation(s)" in page
+    assert seen[-1] is False  # a finished import stops reloading
+    # the upload is gone once committed; a job is the uploader's alone
+    again = owner.client.post(
+        "/ui/transfer/commit", data={"csrf": owner.csrf, "upload_id": upload_id}
+    )
+    assert again.status_code == 404 and "upload the file again" in again.text
+    assert engram.memories.list_memories(LOCAL, None).total > 0

@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
 from starlette.middleware.base import RequestResponseEndpoint
 
 from engram.errors import EngramError, InvalidInput
@@ -101,6 +102,7 @@ async def _call(handler: Handler, request: Request, exc: Exception) -> Response:
 
 def mount(app: FastAPI, engram: Engram) -> None:
     """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static."""
+    app.state.web_templates = Jinja2Templates(directory=HERE / "templates")
     app.state.web_auth = WebAuth(engram.accounts)
     app.state.web_uploads = transfer.Uploads()
     _html_errors(app)

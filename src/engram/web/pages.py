@@ -28,7 +28,6 @@ from engram.web.session import Session, WebAuth, actor_for, session_token
 
 PREFIX = "/ui"
 HERE = Path(__file__).parent
-templates = Jinja2Templates(directory=HERE / "templates")
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -110,6 +109,7 @@ def render(
         envs = [
             (e, roles.get(e.id, Role.READER)) for e in viewer.engram.environments.list(viewer.actor)
         ]
+    templates: Jinja2Templates = request.app.state.web_templates
     return templates.TemplateResponse(
         request,
         template,

@@ -28,7 +28,7 @@ from starlette.responses import Response
 
 from engram.accounts import ALL_SCOPES, Scope, User
 from engram.actors import Actor
-from engram.errors import NotFound, Saturated
+from engram.errors import NotFound, Saturated, Unauthenticated
 from engram.service.accounts import AccountService
 
 COOKIE = "engram_session"
@@ -105,7 +105,7 @@ class WebAuth:
                 )
         try:
             return self._accounts.verify_password(name.strip(), password)
-        except Exception:
+        except Unauthenticated:
             with self._lock:
                 for r in recent:
                     r.append(now)

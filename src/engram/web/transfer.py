@@ -6,6 +6,7 @@ at most the request body limit (8 MiB)."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 import shutil
 import tempfile
@@ -15,16 +16,17 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, UploadFile
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from engram.errors import InvalidInput, NotFound
-from engram.portability.report import ImportPreview
+from engram.errors import EngramError, InvalidInput, NotFound
+from engram.portability.report import ImportPreview, ImportReport
 from engram.portability.writers import CONVERSATION_FORMATS, MEMORY_FORMATS
 from engram.service.exporting import SOUL_FORMATS
-from engram.web.pages import Posted, Signed, Viewer, render
+from engram.web.pages import Posted, Signed, Viewer, redirect, render
 
 router = APIRouter()
+log = logging.getLogger("engram.web")
 KINDS = {"memories": MEMORY_FORMATS, "conversations": CONVERSATION_FORMATS, "soul": SOUL_FORMATS}
 MEDIA = {
     "json": ("application/json", "json"),
@@ -42,12 +44,70 @@ class Upload:
     name: str
 
 
+@dataclass
+class Job:
+    """An import running in the background: its progress, then its report or its error."""
+
+    user_id: str
+    file: str
+    done: int = 0
+    total: int = 0
+    report: ImportReport | None = None
+    error: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.report is not None or bool(self.error)
+
+
 class Uploads:
     """Uploaded files waiting for their commit, one per user (a new upload replaces it)."""
 
     def __init__(self) -> None:
         self._by_id: dict[str, Upload] = {}
+        self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+
+    def job(self, job_id: str, user_id: str) -> Job:
+        with self._lock:
+            found = self._jobs.get(job_id)
+        if found is None or found.user_id != user_id:
+            raise NotFound(f"no import {job_id!r}")
+        return found
+
+    def start(self, upload_id: str, viewer: Viewer) -> str:
+        """Commit an upload in a background thread; returns the job's id."""
+        upload = self.get(upload_id, viewer.user.id)
+        job_id = secrets.token_urlsafe(12)
+        job = Job(viewer.user.id, upload.name)
+        with self._lock:
+            self._jobs = {k: j for k, j in self._jobs.items() if not j.finished}  # keep few
+            self._jobs[job_id] = job
+
+        def progress(done: int, total: int) -> None:
+            job.done, job.total = done, total
+
+        def run() -> None:
+            imports = viewer.engram.imports
+            try:
+                bundle = imports.read(upload.path)
+                job.report = imports.commit(
+                    bundle,
+                    viewer.actor,
+                    viewer.environment.id,
+                    file=upload.name,
+                    progress=progress,
+                )
+            except EngramError as exc:
+                job.error = exc.message
+            except Exception:  # a failed job answers on its page, not in a log-less thread
+                log.exception("import failed")
+                job.error = "the import failed unexpectedly; see the server log"
+            finally:
+                self.done(upload_id)
+
+        threading.Thread(target=run, name=f"engram-import-{job_id}", daemon=True).start()
+        return job_id
 
     def put(self, user_id: str, name: str, data: bytes) -> str:
         folder = Path(tempfile.mkdtemp(prefix="engram-upload-"))  # 0700
@@ -113,16 +173,19 @@ async def upload(request: Request, viewer: Posted, file: UploadFile) -> HTMLResp
 @router.post("/transfer/commit")
 def commit(
     request: Request, viewer: Posted, upload_id: Annotated[str, Form(max_length=100)]
-) -> HTMLResponse:
-    """Store the previewed upload (items an earlier import brought are skipped)."""
-    uploads = _uploads(request)
-    found = uploads.get(upload_id, viewer.user.id)
-    bundle = viewer.engram.imports.read(found.path)
-    report = viewer.engram.imports.commit(
-        bundle, viewer.actor, viewer.environment.id, file=found.name
-    )
-    uploads.done(upload_id)
-    return _page(request, viewer, report=report)
+) -> RedirectResponse:
+    """Store the previewed upload in the background (items an earlier import brought are
+    skipped); the browser follows its progress."""
+    job_id = _uploads(request).start(upload_id, viewer)
+    return redirect(f"/transfer/jobs/{job_id}")
+
+
+@router.get("/transfer/jobs/{job_id}")
+def job(request: Request, viewer: Signed, job_id: str) -> HTMLResponse:
+    """An import's progress (the page reloads itself each second until it is done), then its
+    report."""
+    found = _uploads(request).job(job_id, viewer.user.id)
+    return _page(request, viewer, job=found)
 
 
 @router.post("/transfer/export")
