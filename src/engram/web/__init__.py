@@ -59,6 +59,7 @@ SCREENS = (
     audit,
 )
 
+STATIC = PREFIX + "/static"
 Handler = Callable[[Request, Exception], Awaitable[Response] | Response]
 
 
@@ -115,7 +116,7 @@ def mount(app: FastAPI, engram: Engram) -> None:
             response.headers["X-Content-Type-Options"] = "nosniff"
             response.headers["Referrer-Policy"] = "no-referrer"
             response.headers["X-Frame-Options"] = "DENY"
-            if "cache-control" not in response.headers:
+            if not request.url.path.startswith(STATIC):  # pages hold CSRF tokens and data
                 response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -123,6 +124,6 @@ def mount(app: FastAPI, engram: Engram) -> None:
     def home() -> RedirectResponse:
         return RedirectResponse(PREFIX + "/", status_code=307)
 
-    app.mount(PREFIX + "/static", StaticFiles(directory=HERE / "static"), name="web-static")
+    app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="web-static")
     for screen in SCREENS:
         app.include_router(screen.router, prefix=PREFIX, include_in_schema=False)
