@@ -3,8 +3,8 @@ each other.
 
 - ``engram serve``: one HTTP app over one :class:`Engram`, serving the REST API
   (:mod:`engram.api`, at ``/api/v1``) and MCP over Streamable HTTP (:mod:`engram.mcp.http`, at
-  ``/mcp``, the same API keys), with embedding and maintenance in the background. The web
-  dashboard, when it comes, is mounted here too.
+  ``/mcp``, the same API keys), and the web dashboard (:mod:`engram.web`, at ``/ui``, signed in
+  with a user's password), with embedding and maintenance in the background.
 - ``engram mcp``: MCP on stdio (:mod:`engram.mcp.stdio`).
 
 The CLI calls these; frameworks load only when one runs (the imports are inside).
@@ -23,13 +23,15 @@ if TYPE_CHECKING:
 
 
 def http_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
-    """The app ``engram serve`` runs: REST at /api/v1, MCP at /mcp."""
+    """The app ``engram serve`` runs: REST at /api/v1, MCP at /mcp, the dashboard at /ui."""
     from engram.api import create_app
     from engram.mcp.http import mount as mount_mcp
+    from engram.web import mount as mount_web
 
     settings = settings or ServerSettings()
     app = create_app(engram, settings)
     mount_mcp(app, engram, settings)
+    mount_web(app, engram)
     return app
 
 

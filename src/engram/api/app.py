@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
-from engram.api import errors, idempotency
+from engram.api import docs, errors, idempotency
 from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, Observe
 from engram.api.routers import (
@@ -62,7 +62,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
         version=engram.__version__,
         description="A self-hosted persistent memory layer for AI. Every /api/v1 request needs "
         "'Authorization: Bearer <API key>'.",
-        docs_url="/docs",
+        docs_url=None,  # engram.api.docs serves /docs from local assets
         openapi_url="/openapi.json",
     )
     app.state.engram = service
@@ -77,4 +77,5 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
+    docs.mount(app)  # /docs from local assets, no CDN
     return app  # engram.servers.http_app mounts MCP at /mcp beside it

@@ -1,9 +1,11 @@
 """API keys and accounts from the command line: engram keys list|create|rotate|revoke and
-engram users list|add, plus the owner bootstrap that ``engram init`` and ``engram serve`` share."""
+engram users list|add|passwd, plus the owner bootstrap that ``engram init`` and ``engram serve``
+share."""
 
 from __future__ import annotations
 
 import getpass
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,13 +15,13 @@ from rich.table import Table
 from engram.accounts import IssuedKey, Scope
 from engram.actors import LOCAL
 from engram.cli.common import JsonOption, console, emit_json, service
-from engram.errors import Unauthenticated
+from engram.errors import NotFound, Unauthenticated
 from engram.private_files import write_private
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
 
 app = typer.Typer(help="API keys: list, create, rotate, revoke.", no_args_is_help=True)
-users_app = typer.Typer(help="Accounts: list and add users.", no_args_is_help=True)
+users_app = typer.Typer(help="Accounts: list and add users, set passwords.", no_args_is_help=True)
 
 
 def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey | None:
@@ -151,3 +153,27 @@ def users_add(
         return
     console.print(f"created user {user.name} ({user.id})")
     _print_issued(issued, False)
+
+
+@users_app.command("passwd")
+def users_passwd(
+    ctx: typer.Context,
+    user: Annotated[str, typer.Argument(help="The user's name or id (default: the owner).")] = "",
+    stdin: Annotated[
+        bool, typer.Option("--stdin", help="Read the password from standard input (scripts).")
+    ] = False,
+) -> None:
+    """Set a user's password for the web dashboard (stored as an Argon2id hash; at least 8
+    characters). Asks twice unless --stdin."""
+    if stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    with service(ctx) as (engram, st):
+        users = engram.accounts.list_users(st.actor)
+        wanted = user or st.actor.user_id
+        found = next((u for u in users if wanted in (u.id, u.name)), None)
+        if found is None:
+            raise NotFound(f"user {wanted!r} does not exist", user=wanted)
+        engram.accounts.set_password(found.id, password, st.actor)
+    console.print(f"password set for {found.name} ({found.id}); sign in at /ui on engram serve")

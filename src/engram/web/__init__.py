@@ -1,0 +1,129 @@
+"""The web dashboard, served by ``engram serve`` on the API's origin under ``/ui``: server-rendered
+pages (Jinja2) over the same services as the REST API, signed in with a user's password.
+
+Every response under ``/ui`` carries a strict Content-Security-Policy (only this origin's
+scripts, styles, images and forms; no framing). ``engram.servers.http_app`` mounts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.base import RequestResponseEndpoint
+
+from engram.errors import EngramError, InvalidInput
+from engram.service import Engram
+from engram.web import (
+    audit,
+    context,
+    environments,
+    keys,
+    login,
+    memories,
+    memory,
+    reviews,
+    sessions,
+    soul,
+    transfer,
+    users,
+)
+from engram.web.pages import HERE, PREFIX, SignInRequired, error_page
+from engram.web.session import WebAuth
+
+__all__ = ["CSP", "mount"]
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
+"""Only this origin, no inline script or style, no framing."""
+
+SCREENS = (
+    login,
+    memories,
+    memory,
+    reviews,
+    soul,
+    context,
+    sessions,
+    transfer,
+    environments,
+    keys,
+    users,
+    audit,
+)
+
+STATIC = PREFIX + "/static"
+Handler = Callable[[Request, Exception], Awaitable[Response] | Response]
+
+
+def _ours(request: Request) -> bool:
+    path = request.url.path
+    return path == PREFIX or path.startswith(PREFIX + "/")
+
+
+def _html_errors(app: FastAPI) -> None:
+    """Errors on a dashboard page answer a page; elsewhere the API's JSON as before."""
+    api_error: Handler = app.exception_handlers[EngramError]
+    api_invalid: Handler = app.exception_handlers[RequestValidationError]
+
+    async def engram_error(request: Request, exc: Exception) -> Response:
+        answer = await _call(api_error, request, exc)
+        if not _ours(request):
+            return answer
+        assert isinstance(exc, EngramError)
+        return error_page(request, exc, answer.status_code)  # the API's status for it
+
+    async def invalid(request: Request, exc: Exception) -> Response:
+        if not _ours(request):
+            return await _call(api_invalid, request, exc)
+        assert isinstance(exc, RequestValidationError)
+        fields = ", ".join(".".join(str(p) for p in e["loc"][1:]) for e in exc.errors())
+        return error_page(request, InvalidInput(f"check the form: {fields}"), 422)
+
+    async def sign_in(request: Request, exc: Exception) -> Response:
+        target = request.url.path if request.method == "GET" else PREFIX + "/"
+        return RedirectResponse(f"{PREFIX}/login?next={target}", status_code=303)
+
+    app.add_exception_handler(EngramError, engram_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(SignInRequired, sign_in)
+
+
+async def _call(handler: Handler, request: Request, exc: Exception) -> Response:
+    result = handler(request, exc)
+    return await result if isinstance(result, Awaitable) else result
+
+
+def mount(app: FastAPI, engram: Engram) -> None:
+    """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static."""
+    app.state.web_templates = Jinja2Templates(directory=HERE / "templates")
+    app.state.web_auth = WebAuth(engram.accounts)
+    app.state.web_uploads = transfer.Uploads()
+    _html_errors(app)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await call_next(request)
+        if _ours(request):
+            response.headers["Content-Security-Policy"] = CSP
+            response.headers["X-Content-Type-Options"] = "nosniff"
+            response.headers["Referrer-Policy"] = "no-referrer"
+            response.headers["X-Frame-Options"] = "DENY"
+            if not request.url.path.startswith(STATIC):  # pages hold CSRF tokens and data
+                response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse(PREFIX + "/", status_code=307)
+
+    app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="web-static")
+    for screen in SCREENS:
+        app.include_router(screen.router, prefix=PREFIX, include_in_schema=False)

@@ -1,0 +1,191 @@
+"""The dashboard's other screens in process (the browser flows are in test_web.py), on both
+backends: captured sessions with scrubbed observations, export downloads, environments and
+sharing, users, the audit log, delete/purge with confirmation, and errors as pages."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from engram import LOCAL, Engram
+from engram.api import ServerSettings
+from engram.models import NewMemory
+from engram.servers import http_app
+from tests import export_fixtures as fx
+
+pytestmark = pytest.mark.slow  # Argon2id hashes each sign-in (about 0.5 s apiece under load)
+PASSWORD = "a long password"
+
+
+class Browser:
+    """A signed-in TestClient that reads each page's CSRF token."""
+
+    def __init__(self, engram: Engram, name: str, password: str = PASSWORD) -> None:
+        self.client = TestClient(http_app(engram, ServerSettings()), base_url="http://127.0.0.1")
+        page = self.client.get("/ui/login")
+        signed = self.client.post(
+            "/ui/login",
+            data={"name": name, "password": password, "csrf": self._token(page.text)},
+            follow_redirects=False,
+        )
+        assert signed.status_code == 303, signed.text
+        self.csrf = self._token(self.client.get("/ui/memories").text)
+
+    @staticmethod
+    def _token(html: str) -> str:
+        found = re.search(r'name="csrf" value="([^"]+)"', html)
+        assert found, html
+        return found.group(1)
+
+    def get(self, path: str) -> str:
+        r = self.client.get(path)
+        assert r.status_code == 200, r.text
+        return r.text
+
+    def post(self, path: str, **data: str) -> tuple[int, str]:
+        r = self.client.post(path, data={"csrf": self.csrf, **data})
+        return r.status_code, r.text
+
+
+@pytest.fixture
+def owner(engram: Engram) -> Browser:
+    user, _ = engram.accounts.ensure_owner("owner")
+    engram.accounts.set_password(user.id, PASSWORD, LOCAL)
+    return Browser(engram, "owner")
+
+
+def test_captured_session_with_scrubbed_observations(engram: Engram, owner: Browser) -> None:
+    at = datetime.now(UTC).isoformat()
+    secret = "sk-" + "a1B2c3D4" * 6
+    events = [
+        {
+            "agent": "claude",
+            "kind": kind,
+            "session_id": "s-web",
+            "cwd": "/work/webapp",
+            "at": at,
+            "key": f"web-event-{i:04d}",
+            "project": "webapp",
+            **fields,
+        }
+        for i, (kind, fields) in enumerate(
+            [
+                ("prompt", {"text": "Fix the flaky login test"}),
+                ("tool_result", {"tool": "Bash", "command": f"export KEY={secret}"}),
+            ]
+        )
+    ]
+    engram.capture.ingest(events, LOCAL)
+    assert 'data-session="' not in owner.get("/ui/sessions")  # in the project's environment
+    assert owner.post("/ui/environments/switch", environment="webapp")[0] == 200
+    listed = owner.get("/ui/sessions")
+    [sid] = re.findall(r'data-session="([^"]+)"', listed)
+    page = owner.get(f"/ui/sessions/{sid}")
+    assert "Fix the flaky login test" in page and "export KEY=" in page
+    assert secret not in page  # scrubbed on the way in
+    found = owner.get("/ui/sessions?q=flaky")
+    assert "1 observation(s)" in found
+    status, page = owner.post(f"/ui/sessions/{sid}/summarize")
+    assert status == 200 and "summarized" in page
+
+
+def test_export_downloads(engram: Engram, owner: Browser) -> None:
+    engram.memories.add(NewMemory(content="Ship the beta on Monday"), LOCAL)
+    r = owner.client.post(
+        "/ui/transfer/export", data={"csrf": owner.csrf, "what": "memories", "fmt": "json"}
+    )
+    assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
+    assert "Ship the beta on Monday" in json.dumps(r.json())
+    md = owner.client.post(
+        "/ui/transfer/export", data={"csrf": owner.csrf, "what": "soul", "fmt": "markdown"}
+    )
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    status, page = owner.post("/ui/transfer/export", what="soul", fmt="pdf")
+    assert status == 422 and "soul exports as json, markdown" in page
+
+
+def test_environments_users_and_roles(engram: Engram, owner: Browser) -> None:
+    status, page = owner.post("/ui/users", name="rita", password=PASSWORD)
+    assert status == 200 and "created rita" in page
+    rita = next(u for u in engram.accounts.list_users(LOCAL) if u.name == "rita")
+    status, page = owner.post("/ui/environments", name="team")
+    assert status == 200 and "created team" in page
+    status, page = owner.post("/ui/environments/members", user_id=rita.id, role="reader")
+    assert status == 200 and f"{rita.id} — reader" in page
+    team = engram.environments.resolve("team", LOCAL)
+    memory = engram.memories.add(NewMemory(content="Standup at 9:30"), LOCAL, team.id)
+    reader = Browser(engram, "rita")
+    status, _ = reader.post("/ui/environments/switch", environment=team.id)
+    assert status == 200
+    page = reader.get(f"/ui/memories/{memory.id}")
+    assert "Standup at 9:30" in page and 'id="edit-memory"' not in page
+    assert reader.post(f"/ui/memories/{memory.id}/delete")[0] == 403
+    assert reader.post("/ui/users", name="mallory", password=PASSWORD)[0] == 403
+    # a reader's own password needs the current one, and signs them out everywhere
+    assert reader.post(f"/ui/users/{rita.id}/password", password="x" * 12)[0] == 401
+    status, _ = reader.post(f"/ui/users/{rita.id}/password", password="y" * 12, current=PASSWORD)
+    assert status == 200
+    assert reader.client.get("/ui/memories", follow_redirects=False).status_code == 303
+    assert engram.accounts.verify_password("rita", "y" * 12).id == rita.id
+    audit = owner.get("/ui/audit?action=environment.")
+    assert "environment.share" in audit or "environment.create" in audit
+
+
+def test_delete_purge_with_confirmation_and_error_pages(engram: Engram, owner: Browser) -> None:
+    memory = engram.memories.add(NewMemory(content="A note to purge"), LOCAL)
+    status, page = owner.post(f"/ui/memories/{memory.id}/delete")
+    assert status == 200 and "deleted (restorable)" in page and "Bring back" in page
+    status, page = owner.post(f"/ui/memories/{memory.id}/purge", confirm="yes")
+    assert status == 422 and "type the memory&#39;s id" in page
+    assert engram.memories.get(memory.id, LOCAL).content == "A note to purge"
+    status, page = owner.post(f"/ui/memories/{memory.id}/purge", confirm=memory.id)
+    assert status == 200 and "purged" in page
+    missing = owner.client.get(f"/ui/memories/{memory.id}")
+    assert missing.status_code == 404 and "does not exist" in missing.text
+    assert missing.headers["content-type"].startswith("text/html")
+    bad = owner.client.get("/ui/memories?layer=nonsense")
+    assert bad.status_code == 422 and "layers" in bad.text
+
+
+def test_import_runs_in_the_background_with_progress(
+    engram: Engram, owner: Browser, tmp_path: Path
+) -> None:
+    export = fx.chatgpt_export(tmp_path / "chatgpt.zip", extra=30)
+    with export.open("rb") as f:
+        r = owner.client.post(
+            "/ui/transfer/import",
+            data={"csrf": owner.csrf},
+            files={"file": ("chatgpt.zip", f, "application/zip")},
+        )
+    assert r.status_code == 200 and 'id="import-preview"' in r.text
+    [upload_id] = re.findall(r'name="upload_id" value="([^"]+)"', r.text)
+    started = owner.client.post(
+        "/ui/transfer/commit",
+        data={"csrf": owner.csrf, "upload_id": upload_id},
+        follow_redirects=False,
+    )
+    assert started.status_code == 303
+    job = started.headers["location"]
+    deadline = time.monotonic() + 60
+    seen = []
+    while True:
+        page = owner.get(job)
+        seen.append('http-equiv="refresh"' in page)
+        if 'id="import-report"' in page:
+            break
+        assert time.monotonic() < deadline, page
+        time.sleep(0.05)
+    assert "Imported chatgpt.zip: 32 conversation(s)" in page
+    assert seen[-1] is False  # a finished import stops reloading
+    # the upload is gone once committed; a job is the uploader's alone
+    again = owner.client.post(
+        "/ui/transfer/commit", data={"csrf": owner.csrf, "upload_id": upload_id}
+    )
+    assert again.status_code == 404 and "upload the file again" in again.text
+    assert engram.memories.list_memories(LOCAL, None).total > 0
