@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -47,6 +47,8 @@ class Launch:
     args: tuple[str, ...]
     env: dict[str, str]
     url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra HTTP headers (``X-Engram-Project``: the project the client works in)."""
 
 
 def _json(value: Any) -> str:
@@ -74,19 +76,28 @@ def snippet(client: McpClient | str, launch: Launch, *, http: bool = False) -> s
     bearer = "Bearer ${ENGRAM_TOKEN}"
     if client is McpClient.CLAUDE_CODE:
         if http:
+            extra = "".join(
+                f" --header {shlex.quote(f'{k}: {v}')}" for k, v in launch.headers.items()
+            )
             return (
                 f"claude mcp add --transport http {NAME} {launch.url} "
-                f"--header {shlex.quote('Authorization: ' + bearer)}"
+                f"--header {shlex.quote('Authorization: ' + bearer)}{extra}"
             )
         env = " ".join(f"-e {shlex.quote(f'{k}={v}')}" for k, v in launch.env.items())
         cmd = shlex.join([launch.command, *launch.args])
         return f"claude mcp add {NAME} {env + ' ' if env else ''}-- {cmd}"
     if client is McpClient.CODEX:
         if http:
-            return (
+            out = (
                 f"[mcp_servers.{NAME}]\nurl = {_toml_str(launch.url)}\n"
                 'bearer_token_env_var = "ENGRAM_TOKEN"\n'
             )
+            if launch.headers:
+                pairs = ", ".join(
+                    f"{_toml_str(k)} = {_toml_str(v)}" for k, v in launch.headers.items()
+                )
+                out += f"http_headers = {{ {pairs} }}\n"
+            return out
         args = ", ".join(_toml_str(a) for a in launch.args)
         out = f"[mcp_servers.{NAME}]\ncommand = {_toml_str(launch.command)}\nargs = [{args}]\n"
         if launch.env:
@@ -104,7 +115,7 @@ def snippet(client: McpClient | str, launch: Launch, *, http: bool = False) -> s
             entry = {
                 "type": "http",
                 "url": launch.url,
-                "headers": {"Authorization": "Bearer ${input:engram-token}"},
+                "headers": {"Authorization": "Bearer ${input:engram-token}", **launch.headers},
             }
             return _json({"inputs": [token], "servers": {NAME: entry}})
         return _json({"servers": {NAME: _stdio(launch, type="stdio")}})
@@ -115,15 +126,16 @@ def snippet(client: McpClient | str, launch: Launch, *, http: bool = False) -> s
             )
         return _json({"mcpServers": {NAME: _stdio(launch)}})
     if http:
-        headers = {"Authorization": bearer}
+        env_bearer = "Bearer ${env:ENGRAM_TOKEN}"
         if client is McpClient.GEMINI:
+            headers = {"Authorization": bearer, **launch.headers}
             remote: dict[str, Any] = {"httpUrl": launch.url, "headers": headers}
         elif client is McpClient.CURSOR:
-            remote = {"url": launch.url, "headers": {"Authorization": "Bearer ${env:ENGRAM_TOKEN}"}}
+            remote = {"url": launch.url, "headers": {"Authorization": env_bearer, **launch.headers}}
         else:  # Windsurf
             remote = {
                 "serverUrl": launch.url,
-                "headers": {"Authorization": "Bearer ${env:ENGRAM_TOKEN}"},
+                "headers": {"Authorization": env_bearer, **launch.headers},
             }
         return _json({"mcpServers": {NAME: remote}})
     return _json({"mcpServers": {NAME: _stdio(launch)}})
