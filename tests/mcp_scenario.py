@@ -12,6 +12,9 @@ from mcp.types import CallToolResult, TextContent, Tool
 
 TOOLS = {
     "remember",
+    "profile_list",
+    "profile_update",
+    "profile_delete",
     "recall",
     "get_context",
     "preview_context",

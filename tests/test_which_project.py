@@ -135,9 +135,7 @@ async def test_stdio_memories_are_seen_by_the_cli_http_mcp_rest_and_sdk(
         bad = httpx.post(url + "/mcp", headers={**auth, PROJECT_HEADER: "No Spaces"}, json={})
         assert bad.status_code == 400 and PROJECT_HEADER in bad.text
         # REST, with the header
-        page = httpx.get(
-            url + "/api/v1/facts", headers={**auth, PROJECT_HEADER: "webshop"}
-        ).json()
+        page = httpx.get(url + "/api/v1/facts", headers={**auth, PROJECT_HEADER: "webshop"}).json()
         assert [m["content"] for m in page["items"]] == ["Checkout uses the Stripe sandbox"]
         assert httpx.get(url + "/api/v1/facts", headers=auth).json()["items"] == []
         # the SDK, run in the repository, says which project it is in

@@ -23,6 +23,7 @@ from engram.cli import (
     memories,
     migrate_store,
     portability,
+    profile,
     search,
     serve,
     soul,
@@ -109,6 +110,7 @@ migrate_store.register(app)
 backup.register(app)
 portability.register(app)
 app.add_typer(soul.app, name="soul")
+app.add_typer(profile.app, name="profile")
 hooks.register(app)
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
