@@ -589,6 +589,7 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "record_procedure_outcome": (Rule.ENV_WRITE, _mem(Layer.PROCEDURE, success=True)),
     "search_procedures": (Rule.ENV_READ, _env(query="deploy")),
     "profile_list": (Rule.OWN_READ, lambda w, c: {}),
+    "profile_add": (Rule.OWN_WRITE, lambda w, c: {"text": w.unique("Always z")}),
     "profile_update": (
         Rule.OWN_WRITE,
         lambda w, c: {"habit_id": w.habit(c), "text": w.unique("Always y")},

@@ -77,10 +77,13 @@ class ProfileService:
     def set_learning(self, actor: Actor, enabled: bool) -> ProfileStatus:
         require_scope(actor, Scope.WRITE)
         self._store.profile.set_learning(actor.user_id, enabled)
-        return self.status(actor)
+        return self._status(actor)
 
     def status(self, actor: Actor) -> ProfileStatus:
         require_scope(actor, Scope.READ)
+        return self._status(actor)
+
+    def _status(self, actor: Actor) -> ProfileStatus:
         entries = self._store.profile.list_entries(actor.user_id)
         promoted = sum(1 for e in entries if e.promoted)
         learning = self._store.profile.learning(actor.user_id)
@@ -134,6 +137,10 @@ class ProfileService:
 
     def get(self, actor: Actor, entry_id: str) -> ProfileEntry:
         require_scope(actor, Scope.READ)
+        return self._own(actor, entry_id)
+
+    def _own(self, actor: Actor, entry_id: str) -> ProfileEntry:
+        """The actor's entry (another user's does not exist for them)."""
         entry = self._store.profile.get_entry(entry_id)
         if entry is None or entry.user_id != actor.user_id:
             raise NotFound(f"profile entry {entry_id!r} does not exist", entry=entry_id)
@@ -153,7 +160,7 @@ class ProfileService:
     def edit(self, actor: Actor, entry_id: str, text: str) -> ProfileEntry:
         """New wording; an entry edited by hand is part of the profile."""
         require_scope(actor, Scope.WRITE)
-        old = self.get(actor, entry_id)
+        old = self._own(actor, entry_id)
         text, key = _checked(text)
         clash = self._store.profile.find_entry(actor.user_id, key)
         if clash is not None and clash.id != old.id:
@@ -164,7 +171,7 @@ class ProfileService:
 
     def delete(self, actor: Actor, entry_id: str) -> ProfileEntry:
         require_scope(actor, Scope.WRITE)
-        entry = self.get(actor, entry_id)
+        entry = self._own(actor, entry_id)
         self._store.profile.delete_entry(entry.id)
         return entry
 
