@@ -40,6 +40,8 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ENGRAM_HOME", str(home))
     monkeypatch.delenv("ENGRAM_ENV", raising=False)
     monkeypatch.delenv("ENGRAM_DATABASE_URL", raising=False)
+    # outside any git repository: the checkout's own project must not choose the environment
+    monkeypatch.chdir(tmp_path)
     return home
 
 

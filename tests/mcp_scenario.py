@@ -12,6 +12,10 @@ from mcp.types import CallToolResult, TextContent, Tool
 
 TOOLS = {
     "remember",
+    "profile_list",
+    "profile_add",
+    "profile_update",
+    "profile_delete",
     "recall",
     "get_context",
     "preview_context",
@@ -108,6 +112,14 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
     a tool takes an environment (None: the session's)."""
     call = Caller(client, await check_listings(client))
     where = {} if env is None else {"environment": env}
+
+    habit = await call("profile_add", text="Always use uv, in all my projects")
+    assert habit["promoted"] and habit["id"].startswith("hab_")
+    assert [h["id"] for h in (await call("profile_list"))["items"]] == [habit["id"]]
+    changed = await call("profile_update", habit_id=habit["id"], text="Prefer uv over pip")
+    assert changed["text"] == "Prefer uv over pip"
+    assert (await call("profile_delete", habit_id=habit["id"]))["id"] == habit["id"]
+    assert (await call("profile_list", candidates=True))["items"] == []
 
     made = await call(
         "remember",

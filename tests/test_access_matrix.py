@@ -197,6 +197,9 @@ class World:
     def snapshot(self, caller: Caller) -> str:
         return self.engram.soul.snapshot(self.own(caller)).id
 
+    def habit(self, caller: Caller) -> str:
+        return self.engram.profile.add(self.own(caller), f"Always {self.unique('h')}").id
+
     def block(self, caller: Caller) -> str:
         for text in ("first", "second"):
             self.engram.soul.set_block(self.own(caller), "identity", f"{text} {self.unique('b')}")
@@ -455,6 +458,21 @@ CASES: dict[str, Case] = {
         Rule.ENV_READ, f"{V1}/context/preview", {"query": "tea", "environment": "{env}"}
     ),
     # the Soul is personal: these address the caller's own global layer
+    f"GET {V1}/profile": _fixed(Rule.OWN_READ, f"{V1}/profile"),
+    f"POST {V1}/profile": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/profile", json={"text": w.unique("Never h")})
+    ),
+    f"GET {V1}/profile/status": _fixed(Rule.OWN_READ, f"{V1}/profile/status"),
+    f"PUT {V1}/profile/learning": _fixed(
+        Rule.OWN_WRITE, f"{V1}/profile/learning", {"enabled": True}
+    ),
+    f"PATCH {V1}/profile/{{habit_id}}": Case(
+        Rule.OWN_WRITE,
+        lambda w, c: Call(f"{V1}/profile/{w.habit(c)}", json={"text": w.unique("Always x")}),
+    ),
+    f"DELETE {V1}/profile/{{habit_id}}": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/profile/{w.habit(c)}")
+    ),
     f"GET {V1}/soul": _fixed(Rule.OWN_READ, f"{V1}/soul"),
     f"GET {V1}/soul/render": _fixed(Rule.OWN_READ, f"{V1}/soul/render"),
     f"GET {V1}/soul/layer": _fixed(Rule.OWN_READ, f"{V1}/soul/layer"),
@@ -570,6 +588,13 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "create_procedure": (Rule.ENV_WRITE, _env(name="p", description="d", steps=["a"])),
     "record_procedure_outcome": (Rule.ENV_WRITE, _mem(Layer.PROCEDURE, success=True)),
     "search_procedures": (Rule.ENV_READ, _env(query="deploy")),
+    "profile_list": (Rule.OWN_READ, lambda w, c: {}),
+    "profile_add": (Rule.OWN_WRITE, lambda w, c: {"text": w.unique("Always z")}),
+    "profile_update": (
+        Rule.OWN_WRITE,
+        lambda w, c: {"habit_id": w.habit(c), "text": w.unique("Always y")},
+    ),
+    "profile_delete": (Rule.OWN_WRITE, lambda w, c: {"habit_id": w.habit(c)}),
     "soul_get": (Rule.OWN_READ, lambda w, c: {}),
     "soul_update_block": (Rule.OWN_WRITE, lambda w, c: {"block": "identity", "text": "x"}),
     "soul_apply_preset": (Rule.OWN_WRITE, lambda w, c: {"preset": w.preset}),

@@ -93,6 +93,7 @@ def stdio(home: Path, cwd: Path, *args: str, **env: str) -> StdioServerParameter
 @pytest.mark.parametrize("mode", MODES)
 async def test_stdio_every_tool(tmp_path: Path, project: Path, mode: str) -> None:
     home = tmp_path / "home"
+    home.mkdir()  # engram mcp refuses a home that does not exist
     async with Client(stdio(home, project / "src"), mode=mode) as c:  # type: ignore[arg-type]
         assert c.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
         await exercise(c)
@@ -147,6 +148,7 @@ async def test_stdio_environment_and_token_from_env(
 def test_inspector_cli_lists_and_calls_tools(tmp_path: Path, project: Path) -> None:
     assert INSPECTOR.exists(), "run scripts/test (npm ci --prefix tests/mcp_inspector)"
     home = tmp_path / "home"
+    home.mkdir()  # engram mcp refuses a home that does not exist
     base = [str(INSPECTOR), "--cli", sys.executable, "-m", "engram", "mcp", "--method"]
 
     def inspect(*args: str) -> Any:

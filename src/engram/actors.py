@@ -16,6 +16,9 @@ class Actor:
     interface: str = "api"
     key_id: str | None = None
     scopes: frozenset[Scope] = ALL_SCOPES
+    project: str | None = None
+    """The project the caller works in (``engram.capture.which``): the environment used when a
+    call names none, created on first use. None: the user's default environment."""
 
     @property
     def label(self) -> str:

@@ -12,7 +12,6 @@ The CLI calls these; frameworks load only when one runs (the imports are inside)
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engram.config import ServerSettings
@@ -68,8 +67,10 @@ def run_http(engram: Engram, settings: ServerSettings, *, maintenance_every: flo
         jobs.stop()
 
 
-def run_stdio(engram: Engram, token: str | None, environment: str | None, cwd: Path) -> None:
+def run_stdio(
+    engram: Engram, token: str | None, environment: str | None, project: str | None
+) -> None:
     """Serve MCP on stdin/stdout until stdin closes (see :mod:`engram.mcp.stdio`)."""
     from engram.mcp.stdio import serve_stdio
 
-    serve_stdio(engram, token, environment, cwd)
+    serve_stdio(engram, token, environment, project)

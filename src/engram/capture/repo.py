@@ -6,6 +6,10 @@ between it and the working directory; the nearest wins)::
     ignore_paths = ["secrets/**", "*.pem"]
     ignore_commands = ["vault *", "*psql*"]
 
+    [environment]
+    name = "shop"                    # the environment this repository uses (created on first use)
+    # id = "env_…"                   # or pin an existing one, e.g. shared by a teammate
+
 With ``ENGRAM_CAPTURE=opt-in`` only repositories that set ``enabled = true`` are captured;
 ``ENGRAM_CAPTURE=off`` captures nothing anywhere.
 """
@@ -30,6 +34,8 @@ class RepoRules:
     ignore_commands: tuple[str, ...] = ()
     root: Path | None = None
     """The directory holding the file (paths are matched relative to it)."""
+    environment: str | None = None
+    """The environment the repository names (``[environment] name``) or pins (``id``)."""
 
     def captures(self, mode: str) -> bool:
         """Whether this repository is captured under the global ``ENGRAM_CAPTURE`` mode."""
@@ -106,4 +112,27 @@ def load_rules(path: Path) -> RepoRules:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise RepoRulesError(f"{path}: capture.{name} must be a list of strings")
         lists[name] = tuple(value)
-    return RepoRules(enabled, lists["ignore_paths"], lists["ignore_commands"], path.parent)
+    environment = _environment(path, data.get("environment", {}))
+    return RepoRules(
+        enabled, lists["ignore_paths"], lists["ignore_commands"], path.parent, environment
+    )
+
+
+def _environment(path: Path, section: object) -> str | None:
+    if not isinstance(section, dict):
+        raise RepoRulesError(f"{path}: [environment] must be a table")
+    unknown = sorted(set(section) - {"name", "id"})
+    if unknown:
+        raise RepoRulesError(f"{path}: environment.{unknown[0]} is not a setting (name or id)")
+    if "name" in section and "id" in section:
+        raise RepoRulesError(f"{path}: set environment.name or environment.id, not both")
+    value = section.get("name", section.get("id"))
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise RepoRulesError(f"{path}: environment.{next(iter(section))} must be a string")
+    if "id" in section and not value.startswith("env_"):
+        raise RepoRulesError(f"{path}: environment.id must be an id (env_…), got {value!r}")
+    if "name" in section and value.startswith("env_"):
+        raise RepoRulesError(f"{path}: environment.name is a name; pin an id with environment.id")
+    return value.strip()

@@ -22,6 +22,7 @@ from engram.cli import (
     memories,
     migrate_store,
     portability,
+    profile,
     search,
     serve,
     setup,
@@ -111,6 +112,7 @@ migrate_store.register(app)
 backup.register(app)
 portability.register(app)
 app.add_typer(soul.app, name="soul")
+app.add_typer(profile.app, name="profile")
 hooks.register(app)
 setup.register(app)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,10 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from engram.actors import LOCAL, Actor
+from engram.capture.repo import RepoRulesError
+from engram.capture.which import Choice, which_environment
 from engram.config import Settings
+from engram.errors import InvalidInput
 from engram.private_files import write_private
 from engram.service import Engram
 
@@ -26,7 +29,9 @@ JsonOption = typer.Option("--json", help="Print JSON instead of a table.")
 EnvOption = typer.Option(
     "--env",
     "-e",
-    help="Environment name or id (default: ENGRAM_ENV, then the one chosen with 'env use').",
+    help="Environment name or id (default: ENGRAM_ENV, then the project of the working "
+    "directory — its .engram.toml, else its git root — then the one chosen with 'env use', "
+    "then 'default').",
 )
 
 
@@ -37,6 +42,8 @@ class CliState:
     settings: Settings
     actor: Actor = LOCAL
     env_override: str | None = None
+    choice: Choice = field(default_factory=lambda: Choice(None, "default"))
+    """What the one rule chose for this working directory (``engram.capture.which``)."""
     _engram: Engram | None = field(default=None, repr=False)
 
     @property
@@ -44,10 +51,18 @@ class CliState:
         return self.settings.home / "state.json"
 
     def current_environment(self, explicit: str | None) -> str | None:
+        """The environment to name in a call: ``--env``, ENGRAM_ENV, else None when the working
+        directory is a project (the actor carries it), else the one chosen with 'env use'."""
         if explicit:
             return explicit
         if self.env_override:
             return self.env_override
+        if self.actor.project:
+            return None
+        return self.chosen_environment()
+
+    def chosen_environment(self) -> str | None:
+        """The environment chosen with 'env use' (None: 'default')."""
         try:
             data = json.loads(self.state_file.read_text())
         except (OSError, ValueError):
@@ -75,9 +90,15 @@ def service(ctx: typer.Context) -> Iterator[tuple[Engram, CliState]]:
         engram.close()
 
 
-def make_state(home: Path | None) -> CliState:
+def make_state(home: Path | None, cwd: Path | None = None) -> CliState:
     settings = Settings.load(home)
-    return CliState(settings=settings, env_override=settings.environment)
+    environ = {"ENGRAM_ENV": settings.environment} if settings.environment else {}
+    try:
+        choice = which_environment(None, environ, cwd or Path.cwd())
+    except RepoRulesError as exc:
+        raise InvalidInput(str(exc), field=".engram.toml") from exc
+    actor = replace(LOCAL, project=choice.project)
+    return CliState(settings, actor, settings.environment, choice)
 
 
 def emit_json(value: Any) -> None:

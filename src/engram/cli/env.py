@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from engram.cli.common import JsonOption, console, emit_json, service
+from engram.cli.common import JsonOption, console, emit_json, service, state
 
 app = typer.Typer(help="Environments isolate memories per project.", no_args_is_help=True)
 
@@ -36,7 +36,7 @@ def list_(ctx: typer.Context, as_json: Annotated[bool, JsonOption] = False) -> N
     """List your environments; the current one is marked with *."""
     with service(ctx) as (engram, st):
         envs = engram.environments.list(st.actor)
-        current = st.current_environment(None) or "default"
+        current = st.current_environment(None) or st.actor.project or "default"
     if as_json:
         emit_json(envs)
         return
@@ -59,6 +59,31 @@ def use(
         env = engram.environments.resolve(name, st.actor)
     st.set_current_environment(env.name)
     console.print(f"now using [bold]{env.name}[/bold]")
+    if st.actor.project or st.env_override:
+        console.print(
+            f"note: here commands use {st.choice.describe()}; 'env use' applies where "
+            "neither ENGRAM_ENV nor a project (.engram.toml or a git repository) chooses"
+        )
+
+
+@app.command()
+def which(ctx: typer.Context, as_json: Annotated[bool, JsonOption] = False) -> None:
+    """Which environment commands here use, and which rule chose it: --env, then ENGRAM_ENV,
+    then the project of the working directory (its .engram.toml names or pins one, else the git
+    root's directory name; created on first use), then the one chosen with 'env use', then
+    'default'. 'engram mcp' and the capture hooks follow the same rule."""
+    st = state(ctx)
+    choice = st.choice
+    name, source = choice.ref, choice.source
+    if name is None:
+        name = st.chosen_environment()
+        source = "env use" if name else "default"
+    if as_json:
+        root = str(choice.root) if choice.root else None
+        emit_json({"environment": name or "default", "source": source, "root": root})
+        return
+    where = f" at {choice.root}" if choice.root else ""
+    console.print(f"[bold]{name or 'default'}[/bold] (from {source}{where})")
 
 
 @app.command()

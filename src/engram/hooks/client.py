@@ -21,8 +21,8 @@ from pathlib import Path
 from engram.capture.adapters import kind_of, read_payload, render_output, to_event
 from engram.capture.events import Agent, EventKind
 from engram.capture.privacy import scrub
-from engram.capture.project import project_environment
 from engram.capture.repo import find_rules
+from engram.capture.which import which_environment
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
 from engram.hooks.wire import ServerUnavailable, post_json
@@ -82,7 +82,7 @@ def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> 
     rules = find_rules(cwd)
     if not rules.captures(mode):
         return empty
-    project = env.get("ENGRAM_ENV") or project_environment(cwd)
+    project = which_environment(None, env, cwd, rules).ref  # the rule every edge follows
     key = f"{agent.value}-{os.urandom(16).hex()}"
     event = to_event(agent, raw, at=_now(payload), key=key, cwd=str(cwd), project=project)
     if rules.ignores(event):

@@ -7,7 +7,8 @@ into an :class:`~mcp.server.auth.provider.AccessToken`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -17,6 +18,8 @@ from engram.actors import Actor
 from engram.service import Engram
 
 INTERFACE = "mcp"
+request_project: ContextVar[str | None] = ContextVar("engram_mcp_project", default=None)
+"""The project an HTTP request says it works in (the ``X-Engram-Project`` header)."""
 
 
 def token_for(actor: Actor) -> AccessToken:
@@ -51,8 +54,12 @@ class Binding:
     """The environment used when a call names none (None: the actor's default)."""
 
     def current_actor(self) -> Actor:
+        """The request's actor, working in the project its ``X-Engram-Project`` header names
+        (over HTTP), else the one fixed at start-up (stdio: the working directory's)."""
         token = get_access_token()
-        return self.actor if token is None else actor_of(token)
+        actor = self.actor if token is None else actor_of(token)
+        project = request_project.get()
+        return replace(actor, project=project) if project else actor
 
     def env(self, explicit: str | None) -> str | None:
         return explicit or self.environment

@@ -1,5 +1,9 @@
 """Streamable HTTP at ``/mcp`` inside the REST app: the same API keys as ``/api/v1``.
 
+A client says which project it works in with the ``X-Engram-Project`` header (what
+``engram mcp-config --http`` writes): calls that name no environment use that project's
+environment, created on first use, as every other edge does (``engram.capture.which``).
+
 A request without a valid key gets 401 with ``WWW-Authenticate`` pointing at the protected
 resource metadata (RFC 9728, served at ``/.well-known/oauth-protected-resource`` and
 ``…/mcp``, naming no authorization server while there is none); a request whose ``Origin`` is
@@ -8,6 +12,7 @@ not this server's gets 403 (DNS rebinding).
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -23,12 +28,13 @@ from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram.actors import LOCAL_USER, Actor
+from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
 from engram.config import ServerSettings, is_loopback
 from engram.errors import Unauthenticated
-from engram.mcp.binding import INTERFACE, Binding, token_for
+from engram.mcp.binding import INTERFACE, Binding, request_project, token_for
 from engram.mcp.server import build_server
 from engram.service import Engram
 
@@ -97,6 +103,36 @@ def protected_resource_metadata(resource: str) -> ASGIApp:
     return cors_middleware(handle, ["GET", "OPTIONS"])
 
 
+_HEADER = PROJECT_HEADER.lower().encode("latin-1")
+_PROJECT_RE = re.compile(PROJECT_PATTERN)
+
+
+class WithProject:
+    """Sets :data:`request_project` from the request's ``X-Engram-Project`` header (the SDK
+    carries context variables to the tool call); a malformed value gets 400. (A class, not a
+    function: Starlette would read a function as a request-response endpoint.)"""
+
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        raw = headers.get(_HEADER)
+        if raw is None:
+            await self.inner(scope, receive, send)
+            return
+        value = raw.decode("latin-1").strip()
+        if not _PROJECT_RE.match(value):
+            problem = f"{PROJECT_HEADER} must be an environment name (a-z, 0-9, '_.-', 64 at most)"
+            await JSONResponse({"detail": problem}, status_code=400)(scope, receive, send)
+            return
+        reset = request_project.set(value)
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            request_project.reset(reset)
+
+
 def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
     """Serve MCP at ``/mcp`` (and the metadata routes) and run its session manager in the app's
     lifespan. Without auth (loopback only), every request acts as the local owner."""
@@ -119,10 +155,11 @@ def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
         for path in (METADATA, METADATA + PATH):
             app.router.routes.append(Route(path, metadata, methods=["GET", "OPTIONS"]))
     # routes, not a mount at "/": the REST app keeps its own 404 and 405 answers
+    served = WithProject(mcp_app)
     for route in mcp_app.routes:
         path = getattr(route, "path", "")
         if not path.startswith(METADATA):  # served above, without the SDK's version
-            app.router.routes.append(Route(path, mcp_app, include_in_schema=False))
+            app.router.routes.append(Route(path, served, include_in_schema=False))
     outer = app.router.lifespan_context
 
     @asynccontextmanager

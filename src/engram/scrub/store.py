@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
+from engram.store.profile import ProfileEntry, ProfileStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -86,6 +88,7 @@ class ScrubbingStore(_Audited):
         self._audit = _Audit(inner.audit, scrubber)
         self._soul = _Soul(inner.soul, scrubber)
         self._reviews = _Reviews(inner.reviews, scrubber)
+        self._profile = _Profile(inner.profile, scrubber)
         self._conversations = _Conversations(inner.conversations, scrubber)
         self._providers = _Providers(inner.providers, scrubber)
         self._capture = ScrubbingCaptureStore(inner.capture, scrubber)
@@ -106,6 +109,10 @@ class ScrubbingStore(_Audited):
     @property
     def reviews(self) -> ReviewStore:
         return self._reviews
+
+    @property
+    def profile(self) -> ProfileStore:
+        return self._profile
 
     @property
     def idempotency(self) -> IdempotencyStore:
@@ -373,6 +380,37 @@ class _Reviews(_Audited):
         limit: int = 100,
     ) -> list[ReviewItem]:
         return self._inner.list_reviews(environment_ids, statuses, limit=limit)
+
+
+class _Profile:
+    """A habit's text is scrubbed (its key is derived from the scrubbed text by the service)."""
+
+    def __init__(self, inner: ProfileStore, scrubber: Scrubber) -> None:
+        self._inner = inner
+        self._scrubber = scrubber
+
+    def put_entry(self, entry: ProfileEntry) -> None:
+        text, _ = self._scrubber.scrub(entry.text)
+        key, _ = self._scrubber.scrub(entry.key)
+        self._inner.put_entry(replace(entry, text=text, key=key))
+
+    def get_entry(self, entry_id: str) -> ProfileEntry | None:
+        return self._inner.get_entry(entry_id)
+
+    def find_entry(self, user_id: str, key: str) -> ProfileEntry | None:
+        return self._inner.find_entry(user_id, key)
+
+    def list_entries(self, user_id: str) -> list[ProfileEntry]:
+        return self._inner.list_entries(user_id)
+
+    def delete_entry(self, entry_id: str) -> bool:
+        return self._inner.delete_entry(entry_id)
+
+    def set_learning(self, user_id: str, enabled: bool) -> None:
+        self._inner.set_learning(user_id, enabled)
+
+    def learning(self, user_id: str) -> bool:
+        return self._inner.learning(user_id)
 
 
 class _Providers(_Audited):

@@ -15,8 +15,10 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import httpx
 
+from engram.capture.repo import RepoRulesError
+from engram.capture.which import PROJECT_HEADER, which_environment
 from engram.config import Settings
-from engram.errors import Unauthenticated
+from engram.errors import InvalidInput, Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
@@ -44,6 +46,18 @@ def resolve(url: str | None, token: str | None, home: Path | str | None) -> tupl
                 f"no API key: pass token=, set ENGRAM_TOKEN, or run 'engram init' ({path})"
             ) from exc
     return url.rstrip("/"), token
+
+
+def project_headers(project: str | None) -> dict[str, str]:
+    """``X-Engram-Project``: ``project``, else the one rule of :mod:`engram.capture.which`
+    (``ENGRAM_ENV``, then the working directory's ``.engram.toml`` or git root); ``""`` sends
+    none (calls naming no environment then use your default)."""
+    if project is None:
+        try:
+            project = which_environment(None, os.environ, Path.cwd()).ref or ""
+        except RepoRulesError as exc:
+            raise InvalidInput(str(exc), field=".engram.toml") from exc
+    return {PROJECT_HEADER: project} if project else {}
 
 
 def _request(call: Call[Any]) -> dict[str, Any]:
@@ -260,6 +274,10 @@ class Client:
     maintain, reviews, resolve_review); ``client.search(query)`` and ``client.context(query)``
     are the calls an app makes around each LLM call.
 
+    Calls that name no environment use the project the client works in: ``project=``, else
+    ``ENGRAM_ENV``, else the working directory's project (sent as ``X-Engram-Project``; the
+    server creates its environment on first use); ``project=""`` means your default environment.
+
     Writes carry a fresh ``Idempotency-Key`` each, and failures that are safe to retry (the
     connection lost, 429, 503) are retried as ``retry`` says (:class:`Retry`: 5 tries with
     jittered exponential backoff; ``Retry(attempts=1)`` never retries).
@@ -274,12 +292,13 @@ class Client:
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
         retry: Retry | None = None,
+        project: str | None = None,
     ) -> None:
         self.url, token = resolve(url, token, home)
         self.retry = retry or Retry()
         self._http = httpx.Client(
             base_url=self.url,
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {token}", **project_headers(project)},
             timeout=timeout,
             transport=transport,
         )
@@ -332,12 +351,13 @@ class AsyncClient:
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
         retry: Retry | None = None,
+        project: str | None = None,
     ) -> None:
         self.url, token = resolve(url, token, home)
         self.retry = retry or Retry()
         self._http = httpx.AsyncClient(
             base_url=self.url,
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {token}", **project_headers(project)},
             timeout=timeout,
             transport=transport,
         )

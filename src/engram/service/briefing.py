@@ -19,7 +19,10 @@ DEFAULT_CONTEXT_TOKENS = 1500
 MAX_CONTEXT_TOKENS = 8000
 SOUL_SHARE = 0.25
 RECENT_SESSIONS = 3
+PROFILE_TOKENS = 300
 SoulFn = Callable[[Actor, str | None, int], str]
+ProfileFn = Callable[[Actor, int], str]
+"""(actor, max tokens) -> the user's cross-project habits as bullet lines ('' when none)."""
 RecallFn = Callable[[Actor, str, str], list[tuple[str, str, float]]]
 """(actor, environment id, query) -> (memory id, text, absolute relevance) best first."""
 DEFAULT_RECALL_TOKENS = 400
@@ -36,7 +39,9 @@ class Briefing:
         summarize: Callable[[str], None],
         soul: SoulFn | None = None,
         recall: RecallFn | None = None,
+        profile: ProfileFn | None = None,
     ) -> None:
+        self._profile = profile
         self._store = store
         self._envs = environments
         self._summarize = summarize
@@ -112,6 +117,13 @@ class Briefing:
         lines = [_session_line(s, episodes.get(s.episode_id or "")) for s in recent]
         if any(lines):
             sections.append("Recent sessions:\n" + "\n".join(ln for ln in lines if ln))
+        # last: the lowest precedence, and the first to go when the budget is tight
+        habits = self._profile(actor, PROFILE_TOKENS) if self._profile is not None else ""
+        if habits:
+            sections.append(
+                "The user's habits across projects (this project's rules and memory come "
+                "first):\n" + habits
+            )
         if not sections:
             return ""
         body = ""

@@ -43,6 +43,7 @@ from engram.service.briefing import (
     MAX_CONTEXT_TOKENS,
     RECALL_FLOOR,
     Briefing,
+    ProfileFn,
     RecallFn,
     SoulFn,
 )
@@ -54,6 +55,8 @@ from engram.store.capture import CapturedSession, Observation, SessionTouch
 log = logging.getLogger("engram.capture")
 RememberFn = Callable[[NewMemory, Actor, str], object]
 """Stores a fact with the lifecycle's dedup and contradiction rules."""
+LearnFn = Callable[[str, str, Sequence[str]], object]
+"""(user id, environment id, the user's preference sentences) -> the cross-project profile."""
 
 MAX_EVENTS_PER_REQUEST = 500
 
@@ -98,6 +101,8 @@ class CaptureService:
         soul: SoulFn | None = None,
         recall: RecallFn | None = None,
         remember: RememberFn | None = None,
+        profile: ProfileFn | None = None,
+        learn: LearnFn | None = None,
         max_pending: int = 20_000,
         idle_after: timedelta = timedelta(minutes=15),
     ) -> None:
@@ -106,7 +111,10 @@ class CaptureService:
         self._envs = environments
         self._memories = memories
         self._remember = remember
-        self.briefing = Briefing(store, environments, self._summarize_quietly, soul, recall)
+        self._learn = learn
+        self.briefing = Briefing(
+            store, environments, self._summarize_quietly, soul, recall, profile
+        )
         self.max_pending = max_pending
         self.idle_after = idle_after
         self._lock = threading.Condition()
@@ -392,6 +400,8 @@ class CaptureService:
                 env.id,
             )
             self._remember_preferences(summary, actor, env.id)
+        if self._learn is not None:  # only the user's prompts: never tool output
+            self._learn(env.owner, env.id, summary.preferences)
         self._store.capture.set_episode(sid, episode.id, session.last_event_at)
         return episode
 

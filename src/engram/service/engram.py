@@ -25,6 +25,7 @@ from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
 from engram.service.portability import ImportService
+from engram.service.profile import ProfileService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
@@ -74,6 +75,8 @@ class Engram:
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
         # coding-agent sessions captured by the hooks (engram-hook), summarised without an LLM
+        # the user's habits across projects, held at the user level (engram profile)
+        self.profile = ProfileService(store, clock)
         self.capture = CaptureService(
             store,
             clock,
@@ -82,6 +85,8 @@ class Engram:
             soul=self._soul_text,
             recall=self._recall_for_prompt,
             remember=self.lifecycle.remember,
+            profile=self.profile.digest,
+            learn=self.profile.learn,
         )
         # learning from conversations; stores what it learns through the lifecycle
         self.extraction = ExtractionService(

@@ -117,10 +117,24 @@ class EnvironmentService:
     ) -> Environment:
         """An environment by id (the actor's own or shared with them) or by name (the actor's
         own); ``None`` means the default. ``need`` is the role the caller's action requires,
-        ``scope`` the key scope (default: the one ``need`` implies)."""
-        env = self._find(ref, actor)
+        ``scope`` the key scope (default: the one ``need`` implies). With no ``ref``, the
+        actor's project (created on first use when the actor may write) comes first."""
+        env = self._find(ref, actor) if ref or not actor.project else self._project(actor)
         self.check(env, self.role_of(env, actor), need, actor, scope)
         return env
+
+    def _project(self, actor: Actor) -> Environment:
+        """The environment of the project the actor works in, created on first use."""
+        ref = actor.project or ""
+        try:
+            return self._find(ref, actor)
+        except NotFound:
+            if ref.startswith("env_") or not actor.can(Scope.WRITE):
+                raise
+        try:
+            return self.create(ref, actor, f"The project {ref}")
+        except Conflict:  # created concurrently by another process
+            return self._find(ref, actor)
 
     def _find(self, ref: str | None, actor: Actor) -> Environment:
         if ref is None or ref == "":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -49,6 +49,8 @@ class Launch:
     args: tuple[str, ...]
     env: dict[str, str]
     url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra HTTP headers (``X-Engram-Project``: the project the client works in)."""
 
 
 def _json(value: Any) -> str:
@@ -94,11 +96,12 @@ def entry(client: McpClient | str, launch: Launch, *, http: bool = False) -> dic
         raise InvalidInput("Codex is configured in TOML; use snippet()")
     if client is McpClient.CLAUDE_CODE:
         if http:
-            return {"type": "http", "url": launch.url, "headers": {"Authorization": bearer}}
+            headers = {"Authorization": bearer, **launch.headers}
+            return {"type": "http", "url": launch.url, "headers": headers}
         return _stdio(launch, type="stdio")
     if client is McpClient.OPENCODE:
         if http:
-            headers = {"Authorization": "Bearer {env:ENGRAM_TOKEN}"}
+            headers = {"Authorization": "Bearer {env:ENGRAM_TOKEN}", **launch.headers}
             return {"type": "remote", "url": launch.url, "headers": headers, "enabled": True}
         local: dict[str, Any] = {"type": "local", "command": [launch.command, *launch.args]}
         if launch.env:
@@ -109,7 +112,7 @@ def entry(client: McpClient | str, launch: Launch, *, http: bool = False) -> dic
             return {
                 "type": "http",
                 "url": launch.url,
-                "headers": {"Authorization": "Bearer ${input:engram-token}"},
+                "headers": {"Authorization": "Bearer ${input:engram-token}", **launch.headers},
             }
         return _stdio(launch, type="stdio")
     if client is McpClient.CLAUDE_DESKTOP:
@@ -122,11 +125,12 @@ def entry(client: McpClient | str, launch: Launch, *, http: bool = False) -> dic
         # ms; also how long `gemini mcp list` waits for the server (5 s otherwise: too short
         # for a cold start on a loaded machine) and the cap on one tool call (600 s otherwise)
         if http:
-            return {"httpUrl": launch.url, "headers": {"Authorization": bearer}, "timeout": 60000}
+            headers = {"Authorization": bearer, **launch.headers}
+            return {"httpUrl": launch.url, "headers": headers, "timeout": 60000}
         return {**_stdio(launch), "timeout": 60000}
     if not http:
         return _stdio(launch)
-    headers = {"Authorization": "Bearer ${env:ENGRAM_TOKEN}"}
+    headers = {"Authorization": "Bearer ${env:ENGRAM_TOKEN}", **launch.headers}
     if client is McpClient.CURSOR:
         return {"url": launch.url, "headers": headers}
     return {"serverUrl": launch.url, "headers": headers}  # Windsurf
@@ -143,10 +147,14 @@ VSCODE_TOKEN_INPUT = {
 def codex_toml(launch: Launch, *, http: bool = False) -> str:
     """Engram's ``[mcp_servers.engram]`` table for Codex's config.toml."""
     if http:
-        return (
+        out = (
             f"[mcp_servers.{NAME}]\nurl = {_toml_str(launch.url)}\n"
             'bearer_token_env_var = "ENGRAM_TOKEN"\n'
         )
+        if launch.headers:
+            pairs = ", ".join(f"{_toml_str(k)} = {_toml_str(v)}" for k, v in launch.headers.items())
+            out += f"http_headers = {{ {pairs} }}\n"
+        return out
     args = ", ".join(_toml_str(a) for a in launch.args)
     out = f"[mcp_servers.{NAME}]\ncommand = {_toml_str(launch.command)}\nargs = [{args}]\n"
     if launch.env:
@@ -160,9 +168,12 @@ def snippet(client: McpClient | str, launch: Launch, *, http: bool = False) -> s
     client = client_of(client)
     if client is McpClient.CLAUDE_CODE:
         if http:
+            extra = "".join(
+                f" --header {shlex.quote(f'{k}: {v}')}" for k, v in launch.headers.items()
+            )
             return (
                 f"claude mcp add --transport http {NAME} {launch.url} "
-                f"--header {shlex.quote('Authorization: Bearer ${ENGRAM_TOKEN}')}"
+                f"--header {shlex.quote('Authorization: Bearer ${ENGRAM_TOKEN}')}{extra}"
             )
         env = " ".join(f"-e {shlex.quote(f'{k}={v}')}" for k, v in launch.env.items())
         cmd = shlex.join([launch.command, *launch.args])

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC
 
 from pydantic import BaseModel
 
@@ -21,6 +22,7 @@ from engram.errors import Conflict
 from engram.lifecycle.reviews import ReviewStatus
 from engram.models import Memory, MemoryFilter, Status
 from engram.soul.model import SoulBlockVersion
+from engram.store.profile import ProfileEntry
 from engram.store.protocol import Change, Store
 
 _PAGE = 1000
@@ -125,6 +127,10 @@ def _rows(store: Store) -> dict[str, Callable[[], Iterator[str]]]:
         "reviews": lambda: (
             _canon(r) for r in store.reviews.list_reviews([], list(ReviewStatus), limit=_ALL)
         ),
+        "profile": lambda: (
+            f"{o} {store.profile.learning(o)} {[_habit(e) for e in store.profile.list_entries(o)]}"
+            for o in _owners(store)
+        ),
     }
 
 
@@ -136,6 +142,13 @@ def verify(source: Store, dest: Store) -> list[TableCheck]:
         a, b = sorted(read()), sorted(dst[name]())
         checks.append(TableCheck(name, len(a), len(b), _sha(a), _sha(b)))
     return checks
+
+
+def _habit(entry: ProfileEntry) -> str:
+    at = [t.astimezone(UTC).isoformat() for t in (entry.created_at, entry.updated_at)]
+    return json.dumps(
+        [entry.id, entry.key, entry.text, list(entry.projects), entry.stated_global, at]
+    )
 
 
 def _canon(value: BaseModel) -> str:
@@ -174,6 +187,11 @@ def copy_store(source: Store, dest: Store, *, force: bool = False) -> list[Table
         dest.reviews.put_review(item)
     for record in source.providers.list_providers():
         dest.providers.put_provider(record)
+    for owner in _owners(source):
+        if source.profile.learning(owner):
+            dest.profile.set_learning(owner, True)
+        for entry in source.profile.list_entries(owner):
+            dest.profile.put_entry(entry)
     have = {e.id for e in _audit(dest)}
     todo = [e for e in _audit(source) if e.id not in have]
     for start in range(0, len(todo), _PAGE):

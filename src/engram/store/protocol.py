@@ -24,6 +24,7 @@ from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
+from engram.store.profile import ProfileStore
 from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
@@ -127,6 +128,11 @@ class Store(Protocol):
     @property
     def reviews(self) -> ReviewStore:
         """The lifecycle's review queue."""
+        ...
+
+    @property
+    def profile(self) -> ProfileStore:
+        """Each user's cross-project habits, held in no environment."""
         ...
 
     @property

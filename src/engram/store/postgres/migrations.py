@@ -419,6 +419,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO memory_stamp (id, value) VALUES (1, 0)",
         ),
     ),
+    Migration(
+        "0017_profile",
+        (
+            """CREATE TABLE profile_entries (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                text TEXT NOT NULL,
+                projects TEXT NOT NULL DEFAULT '[]',
+                stated_global BOOLEAN NOT NULL DEFAULT FALSE,
+                created_at TIMESTAMPTZ NOT NULL,
+                updated_at TIMESTAMPTZ NOT NULL,
+                UNIQUE (user_id, key)
+            )""",
+            """CREATE TABLE profile_learning (
+                user_id TEXT PRIMARY KEY,
+                enabled BOOLEAN NOT NULL
+            )""",
+        ),
+    ),
 )
 
 

@@ -30,6 +30,7 @@ from engram.store.postgres.export import PostgresExporter
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
+from engram.store.postgres.profile import PostgresProfileStore
 from engram.store.postgres.providers import PostgresProviderStore
 from engram.store.postgres.reviews import PostgresReviewStore
 from engram.store.postgres.rows import (
@@ -81,6 +82,7 @@ class PostgresStore:
         self.audit = PostgresAuditStore(self.db)
         self.soul = PostgresSoulStore(self.db)
         self.reviews = PostgresReviewStore(self.db)
+        self.profile = PostgresProfileStore(self.db)
         self.conversations = PostgresConversationStore(self.db)
         self.providers = PostgresProviderStore(self.db)
         self.export = PostgresExporter(self.db)

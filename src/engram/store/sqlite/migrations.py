@@ -422,6 +422,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0020_memory_stamp",
         ("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('memory_stamp', 0)",),
     ),
+    Migration(
+        "0021_profile",
+        (
+            """CREATE TABLE profile_entries (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                text TEXT NOT NULL,
+                projects TEXT NOT NULL DEFAULT '[]',
+                stated_global INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                UNIQUE (user_id, key)
+            )""",
+            """CREATE TABLE profile_learning (
+                user_id TEXT PRIMARY KEY,
+                enabled INTEGER NOT NULL
+            )""",
+        ),
+    ),
 )
 
 

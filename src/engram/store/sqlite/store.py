@@ -39,6 +39,7 @@ from engram.store.sqlite.db import SQLiteDatabase
 from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.imports import SQLiteImportLedger
+from engram.store.sqlite.profile import SQLiteProfileStore
 from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
 from engram.store.sqlite.rows import (
@@ -91,6 +92,7 @@ class SQLiteStore:
         self.accounts = SQLiteAccountStore(self.db)
         self.audit = SQLiteAuditStore(self.db)
         self.reviews = SQLiteReviewStore(self.db)
+        self.profile = SQLiteProfileStore(self.db)
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
         self.conversations = SQLiteConversationStore(self.db)
