@@ -26,7 +26,7 @@ from engram.store.capture import CapturedSession
 from tests.agents.fake_model import FakeModel
 from tests.agents.harness import ENGRAM, available, base_env, install_hooks, run_agent
 from tests.capture_checks import PROMPT_SECRET, RESULT_SECRET, files_bytes, stored_bytes
-from tests.capture_server import free_port, serve
+from tests.live_server import free_port, serve
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,7 @@ from tests.capture_checks import (
     run_hook,
     stored_bytes,
 )
-from tests.capture_server import free_port, serve
+from tests.live_server import free_port, serve
 
 ENGRAM = Path(sys.executable).parent / "engram"
 
