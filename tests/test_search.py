@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from engram import LOCAL, Engram, InvalidInput, Layer, MemoryFilter, NewMemory, Status
+from engram.accounts import Scope
+from engram.actors import Actor
+from engram.errors import PermissionDenied
 from engram.models import EpisodeDetails, ProcedureDetails
 from engram.retrieval.models import SearchMode
+from engram.store import EmbeddingUpdate
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
 
@@ -171,3 +176,24 @@ def test_empty_query_ranks_by_importance_and_recency(semantic_engram: Engram) ->
     result = e.search.search(LOCAL, "", count_access=False)
     assert [i.memory.id for i in result.items] == [high, low]
     assert result.items[0].breakdown.relevance.weight == 0
+
+
+def test_reembed_embeds_the_rest_then_prunes_other_models(semantic_engram: Engram) -> None:
+    """``engram reembed --prune`` is a service method: the admin scope, then the vectors of
+    the current model only."""
+    e = semantic_engram
+    assert e.indexer is not None
+    first = add(e, "The staging database is on db-2.internal")
+    e.store.put_embeddings(
+        "an-older-model", [EmbeddingUpdate(first, "h", np.array([1.0, 0.0, 0.0], dtype=np.float32))]
+    )
+    reader = Actor(LOCAL.user_id, "api", scopes=frozenset({Scope.READ, Scope.WRITE}))
+    with pytest.raises(PermissionDenied):
+        e.indexer.reembed(reader, prune=True)
+    assert e.store.embedding_stats() == {"an-older-model": 1}
+    kept = e.indexer.reembed(LOCAL)
+    assert (kept.embedded, kept.pruned) == (1, 0)
+    assert kept.vectors == {"an-older-model": 1, e.indexer.model_id: 1}
+    pruned = e.indexer.reembed(LOCAL, prune=True)
+    assert (pruned.embedded, pruned.pruned) == (0, 1)
+    assert pruned.vectors == {e.indexer.model_id: 1}
