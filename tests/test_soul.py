@@ -285,3 +285,21 @@ def test_soul_survives_reopening(tmp_path: Path, clock: Clock) -> None:
     with Engram(SQLiteStore(path), clock=clock) as e:
         assert e.soul.get_block(LOCAL, "identity").text == "Persistent."
         assert "0008_soul" in e.store.applied_migrations()
+
+
+def test_an_edit_starts_from_the_layers_own_text(two_envs: Engram) -> None:
+    """The rule for the text ``engram soul edit`` opens: the layer's own text, else what the
+    environment inherits (to replace it) or nothing (to extend it)."""
+    e = two_envs
+    start = e.soul.edit_start
+    assert start(LOCAL, "identity") == "You are Ada, a careful engineer."
+    assert start(LOCAL, "communication_style") == ""  # no text of its own yet
+    assert start(LOCAL, "identity", "webapp") == "You are Ada, a careful engineer."
+    assert start(LOCAL, "identity", "webapp", mode=OverrideMode.EXTEND) == ""
+    e.soul.set_block(LOCAL, "identity", "Ada, on the webapp.", environment="webapp")
+    assert start(LOCAL, "identity", "webapp") == "Ada, on the webapp."
+    assert start(LOCAL, "identity", "webapp", mode=OverrideMode.EXTEND) == "Ada, on the webapp."
+    e.soul.set_block(LOCAL, "identity", None, environment="webapp", mode=OverrideMode.INHERIT)
+    assert start(LOCAL, "identity", "webapp") == "You are Ada, a careful engineer."
+    with pytest.raises(NotFound):
+        start(LOCAL, "no_such_block")

@@ -163,19 +163,7 @@ def edit(
 ) -> None:
     """Edit a block's text in $EDITOR (saved only if you change it)."""
     with service(ctx) as (engram, st):
-        if env is None:
-            start = engram.soul.get_block(st.actor, block, None)
-            own = next((b for b in engram.soul.layer(st.actor) if b.name == start.name), None)
-            current = own.text if own else ""
-        else:
-            stored = {b.name: b for b in engram.soul.layer(st.actor, env)}
-            effective = engram.soul.get_block(st.actor, block, env)
-            override = stored.get(effective.name)
-            wants_extend = mode is OverrideMode.EXTEND
-            if override is not None and override.mode is not OverrideMode.INHERIT:
-                current = override.text
-            else:
-                current = "" if wants_extend else effective.text
+        current = engram.soul.edit_start(st.actor, block, env, mode=mode)
         edited = click.edit(current, extension=".md", require_save=True)
         if edited is None or edited.strip() == current.strip():
             console.print("no change")

@@ -131,6 +131,29 @@ class SoulService:
         return render(self.view(actor, environment).blocks, max_tokens)
 
     # -- edits -------------------------------------------------------------------------------
+    def edit_start(
+        self,
+        actor: Actor,
+        name: str,
+        environment: str | None = None,
+        *,
+        mode: OverrideMode | None = None,
+    ) -> str:
+        """The text an edit of block ``name`` in one layer starts from: in the global layer its
+        own text ("" if it has none yet); in an environment the override's text, or, when the
+        block inherits there, the effective text to replace ("" to extend it with ``mode``
+        extend)."""
+        if environment is None:
+            start = self.get_block(actor, name, None)
+            own = next((b for b in self.layer(actor) if b.name == start.name), None)
+            return own.text if own else ""
+        stored = {b.name: b for b in self.layer(actor, environment)}
+        effective_block = self.get_block(actor, name, environment)
+        override = stored.get(effective_block.name)
+        if override is not None and override.mode is not OverrideMode.INHERIT:
+            return override.text
+        return "" if mode is OverrideMode.EXTEND else effective_block.text
+
     def set_block(
         self,
         actor: Actor,
