@@ -19,6 +19,7 @@ from engram.accounts import Role, Scope
 from engram.actors import Actor
 from engram.extraction.conversation import NewConversation, NewMessage
 from engram.extraction.conversation import Role as Speaker
+from engram.extraction.providers import ProviderSettings
 from engram.ids import new_id
 from engram.models import Layer, NewMemory, ProcedureDetails
 from engram.service.extraction import ConversationInput
@@ -142,6 +143,12 @@ class World:
         )
         result = self.engram.capture.ingest(events, self.proprietor)
         return result.sessions[0]
+
+    def provider(self) -> str:
+        """A fresh LLM provider (so removing one never runs out)."""
+        name = self.unique("llm")
+        self.engram.providers.set(name, ProviderSettings(model="m"), LOCAL)
+        return name
 
     def foreign_env(self, caller: Caller) -> str:
         """The shared environment, or for a caller without a role there the stranger's: the

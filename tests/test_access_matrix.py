@@ -171,6 +171,14 @@ CASES: dict[str, Case] = {
     f"GET {V1}/keys/{{key_id}}": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}")),
     f"DELETE {V1}/keys/{{key_id}}": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}")),
     f"POST {V1}/keys/{{key_id}}/rotate": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}/rotate")),
+    f"GET {V1}/providers": _fixed(Rule.ADMIN, f"{V1}/providers"),
+    f"PUT {V1}/providers/{{name}}": Case(
+        Rule.ADMIN,
+        lambda w, c: Call(f"{V1}/providers/{w.unique('llm')}", json={"model": "m"}),
+    ),
+    f"DELETE {V1}/providers/{{name}}": Case(
+        Rule.ADMIN, lambda w, c: Call(f"{V1}/providers/{w.provider()}")
+    ),
     f"GET {V1}/audit": _fixed(Rule.OWN_READ, f"{V1}/audit"),
     f"POST {V1}/maintenance": _fixed(Rule.ENV_WRITE, f"{V1}/maintenance", {"environment": "{env}"}),
     f"POST {V1}/memories/remember": Case(
@@ -333,6 +341,9 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "list_sessions": (Rule.ENV_READ, _env()),
     "get_session_observations": (Rule.ENV_READ, lambda w, c: {"session": w.session()}),
     "search_observations": (Rule.ENV_READ, _env(query="nightly build tea")),
+    "list_llm_providers": (Rule.ADMIN, lambda w, c: {}),
+    "set_llm_provider": (Rule.ADMIN, lambda w, c: {"name": w.unique("llm"), "model": "m"}),
+    "remove_llm_provider": (Rule.ADMIN, lambda w, c: {"name": w.provider()}),
 }
 
 

@@ -26,6 +26,7 @@ from engram.api.routers import (
     maintenance,
     memories,
     procedures,
+    providers,
     reviews,
     search,
     soul,
@@ -51,6 +52,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/context", context.router),
     ("/soul", soul.router),
     ("/capture", capture.router),
+    ("/providers", providers.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 from engram.actors import Actor
 from engram.clock import Clock, system_clock
 from engram.config import Settings
 from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
+from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.lifecycle.config import LifecycleConfig
 from engram.private_files import prepare_home
 from engram.scrub import Scrubber
@@ -25,6 +27,7 @@ from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
 from engram.service.portability import ImportService
+from engram.service.providers import ProviderService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
@@ -45,6 +48,7 @@ class Engram:
         secret: bytes | None = None,
         lifecycle: LifecycleConfig | None = None,
         scrubber: Scrubber | None = None,
+        home: Path | None = None,
     ) -> None:
         # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
         self.scrubber = scrubber or Scrubber()
@@ -99,6 +103,9 @@ class Engram:
         conversations = store.conversations
         self.exports = ExportService(store, self.environments, conversations, self.soul)
         self.archive = ArchiveService(store, clock, conversations)
+        # LLM providers; their API keys are encrypted with a key file in the data directory
+        keys = None if home is None else KeyBox(Path(home) / KEY_FILE)
+        self.providers = ProviderService(store.providers, keys, clock, self.audit)
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
@@ -111,6 +118,7 @@ class Engram:
                 settings.embedder, settings.model_cache, settings.embeddings_api_key
             ),
             scrubber=Scrubber(settings.scrub),
+            home=settings.home,
         )
 
     def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:

@@ -14,11 +14,22 @@ from engram.mcp.tools import (
     extraction,
     lifecycle,
     memories,
+    providers,
     sessions,
     soul,
 )
 
-MODULES = (context, memories, episodes, soul, environments, lifecycle, extraction, sessions)
+MODULES = (
+    context,
+    memories,
+    episodes,
+    soul,
+    environments,
+    lifecycle,
+    extraction,
+    sessions,
+    providers,
+)
 
 
 def register_all(server: MCPServer[Any], binding: Binding) -> None:
