@@ -17,8 +17,7 @@ from typing import Any
 from engram import LOCAL, Engram
 from engram.accounts import Role, Scope
 from engram.actors import Actor
-from engram.extraction.conversation import NewConversation, NewMessage
-from engram.extraction.conversation import Role as Speaker
+from engram.extraction.conversation import NewConversation, NewMessage, Speaker
 from engram.extraction.providers import ProviderSettings
 from engram.ids import new_id
 from engram.models import Layer, NewMemory, ProcedureDetails
@@ -179,7 +178,7 @@ class World:
 
     def block(self, caller: Caller) -> str:
         for text in ("first", "second"):
-            self.engram.soul.set_block(self.own(caller), "identity", f"{text} {self.unique('b')}")
+            self.engram.soul.set_block("identity", self.own(caller), f"{text} {self.unique('b')}")
         return "identity"
 
 
@@ -230,7 +229,7 @@ def plant_stranger(engram: Engram) -> str:
     events = capture_events(env, "s-0", "session_start", "prompt", "stop", mark=STRANGER_MARK)
     session = engram.capture.ingest(events, stranger).sessions[0]
     engram.capture.summarize_session(session)  # its episode
-    engram.soul.set_block(stranger, "identity", f"{STRANGER_MARK} persona")
+    engram.soul.set_block("identity", stranger, f"{STRANGER_MARK} persona")
     engram.soul.snapshot(stranger, label=STRANGER_MARK)
     return env
 

@@ -74,7 +74,7 @@ class World:
             time.sleep(0.1)
 
     def check_captured(self, session: CapturedSession, agent: str) -> None:
-        observations = self.engram.capture.observations(self.actor, session.id)
+        observations = self.engram.capture.observations(session.id, self.actor)
         kinds = {o.kind for o in observations}
         assert {"session_start", "prompt", "tool_result", "stop"} <= kinds, kinds
         tool = next(o for o in observations if o.kind == "tool_result")

@@ -40,9 +40,9 @@ def _fill(engram: Engram) -> None:
     engram.accounts.rotate_key(key.id, LOCAL)
     engram.accounts.revoke_key(engram.accounts.issue_key(LOCAL, "gone").key.id, LOCAL)
     engram.environments.share(env.id, user.id, Role.READER, LOCAL)
-    engram.soul.set_block(LOCAL, "identity", "You are Ada.")
-    engram.soul.set_block(LOCAL, "identity", "You are Ada, careful.")
-    engram.soul.set_block(LOCAL, "rules", "Never push to main.", environment=env.id)
+    engram.soul.set_block("identity", LOCAL, "You are Ada.")
+    engram.soul.set_block("identity", LOCAL, "You are Ada, careful.")
+    engram.soul.set_block("rules", LOCAL, "Never push to main.", environment=env.id)
     engram.soul.snapshot(LOCAL, label="before")
     chat = ConversationInput(
         conversation=NewConversation(id="c-1"),

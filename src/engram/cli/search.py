@@ -34,8 +34,8 @@ def search(
     with service(ctx) as (engram, st):
         engram.index_pending()  # memories added since the last run become searchable by meaning
         result = engram.search.search(
-            st.actor,
             query,
+            st.actor,
             environment=st.current_environment(env),
             mode=mode,
             flt=flt,

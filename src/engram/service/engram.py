@@ -19,7 +19,7 @@ from engram.service.accounts import AccountService, load_secret
 from engram.service.archive import ArchiveService
 from engram.service.audit import AuditLog
 from engram.service.capture import CaptureService
-from engram.service.context import ContextService, SoulBlock
+from engram.service.context import ContextService, SoulTier
 from engram.service.environments import EnvironmentService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
@@ -121,14 +121,14 @@ class Engram:
             home=settings.home,
         )
 
-    def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:
+    def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulTier:
         rendered = self.soul.render(actor, environment, max_tokens)
         notes = []
         if rendered.truncated:
             notes.append("truncated: " + ", ".join(rendered.truncated))
         if rendered.dropped:
             notes.append("dropped: " + ", ".join(rendered.dropped))
-        return SoulBlock(rendered.text, rendered.tokens, "; ".join(notes))
+        return SoulTier(rendered.text, rendered.tokens, "; ".join(notes))
 
     def _soul_text(self, actor: Actor, environment: str | None, max_tokens: int) -> str:
         return self.soul.render(actor, environment, max_tokens).text
@@ -136,7 +136,7 @@ class Engram:
     def _recall_for_prompt(
         self, actor: Actor, environment: str, query: str
     ) -> list[tuple[str, str, float]]:
-        found = self.search.search(actor, query, environment=environment, limit=8)
+        found = self.search.search(query, actor, environment=environment, limit=8)
         out = []
         for item in found.items:
             b = item.breakdown
