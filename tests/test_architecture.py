@@ -10,6 +10,8 @@
   depend on each other just the same). Importing ``a.b.c`` also runs ``a/__init__`` and
   ``a/b/__init__``, so those are edges too;
 - ``import engram.sdk`` loads neither numpy nor the server stack.
+- every public service method takes what it acts on, then ``actor``, then its options, and no
+  positional ``bool`` (ARCHITECTURE.md, Service signatures).
 """
 
 from __future__ import annotations
