@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from engram.extraction.providers import (
     PROVIDER_NAME_PATTERN,
@@ -23,11 +23,15 @@ Name = Annotated[
 _FIELDS = ProviderSettings.model_fields
 
 
+class Providers(BaseModel):
+    providers: list[ProviderInfo]
+
+
 def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "List LLM providers", READ)
-    def list_llm_providers() -> list[ProviderInfo]:
+    def list_llm_providers() -> Providers:
         """The configured LLM providers (never their keys; admin scope)."""
-        return b.engram.providers.describe(b.current_actor())
+        return Providers(providers=b.engram.providers.describe(b.current_actor()))
 
     @tool(server, "Set an LLM provider", UPDATE)
     def set_llm_provider(
