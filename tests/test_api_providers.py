@@ -100,3 +100,14 @@ def test_providers_need_a_data_directory_for_their_keys(engram: Engram) -> None:
     with pytest.raises(InvalidInput, match="provider name"):
         engram.providers.set("Not Valid", ProviderSettings(model="m"), LOCAL)
     assert [p.name for p in engram.providers.describe(LOCAL)] == ["local"]
+
+
+def test_the_sdk_manages_providers(live: Live) -> None:
+    from engram.sdk import Client
+
+    with Client(live.url, live.owner_token) as c:
+        made = c.accounts.set_provider("sdk-llm", "llama3", api_key=SECRET)
+        assert made["has_key"] is True and SECRET not in str(made)
+        assert [p["name"] for p in c.accounts.providers()] == ["sdk-llm"]
+        assert c.accounts.remove_provider("sdk-llm")["name"] == "sdk-llm"
+        assert c.accounts.providers() == []
