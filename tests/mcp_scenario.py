@@ -43,6 +43,9 @@ TOOLS = {
     "list_sessions",
     "get_session_observations",
     "search_observations",
+    "list_llm_providers",
+    "set_llm_provider",
+    "remove_llm_provider",
 }
 RESOURCES = {
     "engram://soul",
@@ -216,6 +219,12 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
     missing = await call.error("get_session_observations", session="ses_nope")
     assert "not_found: no captured session ses_nope" in missing
     call.called.add("get_session_observations")
+
+    local = {"name": "scenario-llm", "model": "llama3", "base_url": "http://localhost:11434/v1"}
+    assert (await call("set_llm_provider", **local))["has_key"] is False
+    listed = await call("list_llm_providers")
+    assert "scenario-llm" in {p["name"] for p in listed["providers"]}
+    assert (await call("remove_llm_provider", name="scenario-llm"))["url"] == local["base_url"]
 
     assert call.called == TOOLS
     return call

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engram import LOCAL, Engram, PermissionDenied, Unauthenticated
-from engram.accounts import Scope
+from engram.accounts import AuditQuery, Scope
 from engram.cli import main
 from tests.sql import query
 
@@ -58,3 +58,26 @@ def test_init_writes_owner_token_0600_and_is_idempotent(
         with pytest.raises(Unauthenticated):
             engram.accounts.authenticate(first)
         assert len(engram.accounts.list_users(LOCAL)) == 1
+
+
+def test_owner_bootstrap_is_a_service_method(engram: Engram, tmp_path: Path) -> None:
+    """The owner and their token file, on either backend: issued once, kept while it works,
+    replaced on rotate (the old token dead) or when the file holds a dead token; audited."""
+    token_file = tmp_path / "token"
+    issued = engram.accounts.bootstrap_owner("me", token_file)
+    assert issued is not None and token_file.read_text().strip() == issued.token
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert engram.accounts.get_user("local", LOCAL).name == "me"
+    owner = engram.accounts.authenticate(issued.token)
+    assert owner.can(Scope.ADMIN) and owner.user_id == "local"
+    assert engram.accounts.bootstrap_owner("other", token_file) is None
+    assert token_file.read_text().strip() == issued.token
+    rotated = engram.accounts.bootstrap_owner("me", token_file, rotate=True)
+    assert rotated is not None and rotated.token != issued.token
+    with pytest.raises(Unauthenticated):
+        engram.accounts.authenticate(issued.token)
+    engram.accounts.revoke_key(rotated.key.id, LOCAL)
+    fresh = engram.accounts.bootstrap_owner("me", token_file)  # a dead token: a new key
+    assert fresh is not None and engram.accounts.authenticate(fresh.token).user_id == "local"
+    actions = [e.action for e in engram.audit.query(AuditQuery(limit=50), LOCAL)]
+    assert actions.count("key.create") == 2 and "key.rotate" in actions

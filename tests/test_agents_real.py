@@ -26,7 +26,7 @@ from engram.store.capture import CapturedSession
 from tests.agents.fake_model import FakeModel
 from tests.agents.harness import ENGRAM, available, base_env, install_hooks, run_agent
 from tests.capture_checks import PROMPT_SECRET, RESULT_SECRET, files_bytes, stored_bytes
-from tests.capture_server import free_port, serve
+from tests.live_server import free_port, serve
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ class World:
             time.sleep(0.1)
 
     def check_captured(self, session: CapturedSession, agent: str) -> None:
-        observations = self.engram.capture.observations(self.actor, session.id)
+        observations = self.engram.capture.observations(session.id, self.actor)
         kinds = {o.kind for o in observations}
         assert {"session_start", "prompt", "tool_result", "stop"} <= kinds, kinds
         tool = next(o for o in observations if o.kind == "tool_result")

@@ -14,7 +14,7 @@ from engram.accounts import Role, Scope
 from engram.extraction import NewMessage
 from engram.extraction.conversation import NewConversation
 from engram.extraction.results import ConversationInput
-from engram.lifecycle.report import Outcome
+from engram.lifecycle.report import WriteAction
 from engram.lifecycle.reviews import ReviewStatus
 from engram.models import Status
 from engram.sdk import AsyncClient, Client
@@ -107,7 +107,7 @@ def test_feedback_undo_and_review_queue(live: Live) -> None:
         first = c.lifecycle.remember(
             NewMemory(content="User prefers dark mode", importance=0.9), env.id
         )
-        assert first.action is Outcome.CREATED
+        assert first.action is WriteAction.CREATED
         helpful = c.lifecycle.feedback(first.memory.id, "helpful", "right on")
         assert helpful.confidence_after == pytest.approx(min(1.0, helpful.confidence_before + 0.1))
         wrong = c.lifecycle.feedback(first.memory.id, "wrong")
@@ -116,7 +116,7 @@ def test_feedback_undo_and_review_queue(live: Live) -> None:
 
         # one slot, another value: too weak a match to retire an important memory
         queued = c.lifecycle.remember(NewMemory(content="User prefers light mode"), env.id)
-        assert queued.action is Outcome.QUEUED and queued.review_id
+        assert queued.action is WriteAction.QUEUED and queued.review_id
         [item] = c.lifecycle.reviews(env.id)
         assert (item.id, item.memory_id, item.other_id) == (
             queued.review_id,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from engram import NewMemory
+from engram import LOCAL, NewMemory
 from engram.api.errors import ErrorBody
 from engram.extraction import NewMessage
 from engram.limits import (
@@ -22,7 +22,9 @@ from engram.limits import (
     MAX_FILTER_VALUES,
     MAX_METADATA_BYTES,
     MAX_POSITION,
+    MAX_QUERY_CHARS,
     MAX_REQUEST_HEAD_BYTES,
+    MAX_SEARCH_RESULTS,
     MAX_URL_BYTES,
 )
 from tests import test_api_live
@@ -245,3 +247,23 @@ def test_the_schema_states_what_the_server_enforces(live: Live) -> None:
     reversed_range = "created_after=2026-02-01T00:00:00Z&created_before=2026-01-01T00:00:00Z"
     status, page = wire.send("GET", f"/api/v1/facts?{reversed_range}")
     assert status == 200 and page["items"] == []
+
+
+def test_rest_search_takes_the_services_limits_and_its_empty_query_brief(live: Live) -> None:
+    """One set of search limits (engram.limits) for the service, REST and MCP: REST used to
+    refuse the empty-query brief, 101-200 results and 2,001-4,000 characters."""
+    live.engram.memories.add(NewMemory(content="The deploy runs nightly", importance=0.9), LOCAL)
+    with live.client(live.owner_token) as c:
+        brief = c.post("/api/v1/search", json={"query": "", "limit": MAX_SEARCH_RESULTS})
+        assert brief.status_code == 200, brief.text
+        found = [i["memory"]["content"] for i in brief.json()["items"]]
+        assert found == ["The deploy runs nightly"]
+        long = c.post("/api/v1/search", json={"query": "deploy " * (MAX_QUERY_CHARS // 7)})
+        assert long.status_code == 200, long.text
+        too_long = c.post("/api/v1/search", json={"query": "x" * (MAX_QUERY_CHARS + 1)})
+        assert too_long.status_code == 422 and "query" in too_long.text
+        too_many = c.post("/api/v1/search", json={"query": "x", "limit": MAX_SEARCH_RESULTS + 1})
+        assert too_many.status_code == 422 and "limit" in too_many.text
+    body = openapi(live)["components"]["schemas"]["SearchIn"]["properties"]
+    assert body["query"]["maxLength"] == MAX_QUERY_CHARS and "minLength" not in body["query"]
+    assert body["limit"]["maximum"] == MAX_SEARCH_RESULTS

@@ -3,24 +3,18 @@ fixture; shared by the API and SDK tests. The tests here check the server itself
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from starlette.types import ASGIApp
 
 from engram import LOCAL, Engram, Settings
 from engram.accounts import Scope
-from engram.api import ServerSettings, create_app
-from engram.api.server import uvicorn_options
+from engram.api import ServerSettings
 from engram.cli.keys import bootstrap
+from tests.live_server import serve
 
 
 @dataclass
@@ -43,37 +37,6 @@ class Live:
         return user.id, key.token
 
 
-@contextmanager
-def running(make_app: Callable[[int], ASGIApp]) -> Iterator[str]:
-    """Serve ``make_app(port)`` with uvicorn on a free loopback port for the block; yields its
-    URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        make_app(port),
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        **uvicorn_options(),
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        sock.close()
-        assert not thread.is_alive()
-
-
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[Live]:
     home = tmp_path / "server-home"
@@ -81,7 +44,7 @@ def live(tmp_path: Path) -> Iterator[Live]:
     issued = bootstrap(engram, home)
     assert issued is not None
     try:
-        with running(lambda port: create_app(engram, ServerSettings(port=port))) as url:
+        with serve(engram) as url:
             yield Live(url, engram, issued.token, home)
     finally:
         engram.close()

@@ -60,7 +60,8 @@ class Fuzzed:
 @pytest.fixture
 def fuzzed(tmp_path: Path, default_embedder: StaticEmbedder) -> Iterator[Fuzzed]:
     store = SQLiteStore(tmp_path / "engram.db")
-    engram = Engram(store, embedder=default_embedder)  # as served: every search mode works
+    # as served: every search mode works, provider keys have a data directory to be kept in
+    engram = Engram(store, embedder=default_embedder, home=tmp_path)
     engram.accounts.ensure_owner("owner")
     issued = engram.accounts.issue_key(LOCAL, "fuzz", ALL_SCOPES)
     yield Fuzzed(create_app(engram), engram, tmp_path / "engram.db", issued.token)

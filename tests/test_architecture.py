@@ -10,6 +10,8 @@
   depend on each other just the same). Importing ``a.b.c`` also runs ``a/__init__`` and
   ``a/b/__init__``, so those are edges too;
 - ``import engram.sdk`` loads neither numpy nor the server stack.
+- every public service method takes what it acts on, then ``actor``, then its options, and no
+  positional ``bool`` (ARCHITECTURE.md, Service signatures).
 """
 
 from __future__ import annotations
@@ -196,3 +198,58 @@ def test_the_sdk_loads_neither_numpy_nor_the_server_stack() -> None:
     assert loaded & heavy == set()
     assert {m for m in loaded if m.startswith(("engram.service", "engram.store"))} == set()
     assert "httpx" in loaded and "engram.sdk.client" in loaded  # the check itself is live
+
+
+SIGNATURE_EXEMPT = {"AuditLog"}
+"""Classes whose ``actor`` is data (the one an audit entry records), not the caller."""
+
+
+def signature_problems(source: str, where: str) -> list[str]:
+    """The service-signature rules broken in ``source``: in a public method taking ``actor``,
+    the required arguments (what it acts on) come first, then ``actor``, then the optional
+    ones; a ``bool`` is never positional (``resolve_review(id, True, actor)`` reads as
+    nothing)."""
+    problems = []
+    for cls in ast.parse(source).body:
+        if not isinstance(cls, ast.ClassDef) or cls.name in SIGNATURE_EXEMPT:
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
+                continue
+            positional = (fn.args.posonlyargs + fn.args.args)[1:]  # after self
+            name = f"{where}:{cls.name}.{fn.name}"
+            for arg in positional:
+                if arg.annotation is not None and ast.unparse(arg.annotation) == "bool":
+                    problems.append(f"{name}: positional bool {arg.arg!r}")
+            names = [a.arg for a in positional]
+            if "actor" not in names:
+                continue
+            at = names.index("actor")
+            first_default = len(positional) - len(fn.args.defaults)
+            if at > first_default:
+                problems.append(f"{name}: an optional argument before actor")
+            if at < first_default - 1:
+                problems.append(f"{name}: a required argument after actor")
+    return problems
+
+
+def test_service_methods_put_actor_after_what_they_act_on() -> None:
+    problems = []
+    for path in sorted((SRC / SERVICE).glob("*.py")):
+        problems += signature_problems(path.read_text(), path.name)
+    assert problems == []
+
+
+def test_the_signature_rules_find_what_they_forbid() -> None:
+    bad = (
+        "class S:\n"
+        "    def resolve(self, id: str, accept: bool, actor: Actor) -> None: ...\n"
+        "    def get(self, actor: Actor, id: str) -> None: ...\n"
+        "    def find(self, q: str = '', actor: Actor = LOCAL) -> None: ...\n"
+        "    def fine(self, id: str, actor: Actor, env: str = '', *, flag: bool = False): ...\n"
+    )
+    assert signature_problems(bad, "m") == [
+        "m:S.resolve: positional bool 'accept'",
+        "m:S.get: a required argument after actor",
+        "m:S.find: an optional argument before actor",
+    ]

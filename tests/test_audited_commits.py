@@ -45,13 +45,13 @@ def test_every_mutation_is_audited(engram: Engram, tmp_path: Path) -> None:
     assert actions(engram)[0] == "key.create"
     step("key.revoke", lambda: engram.accounts.revoke_key(issued.key.id, LOCAL))
 
-    step("soul.set_block", lambda: engram.soul.set_block(LOCAL, "identity", "You are careful."))
-    engram.soul.set_block(LOCAL, "identity", "You are brief.")
-    step("soul.restore_block", lambda: engram.soul.restore_block(LOCAL, "identity", 1))
+    step("soul.set_block", lambda: engram.soul.set_block("identity", LOCAL, "You are careful."))
+    engram.soul.set_block("identity", LOCAL, "You are brief.")
+    step("soul.restore_block", lambda: engram.soul.restore_block("identity", 1, LOCAL))
     snap = engram.soul.snapshot(LOCAL, label="before")
     assert actions(engram)[0] == "soul.snapshot"
-    engram.soul.set_block(LOCAL, "identity", "You are terse.")
-    step("soul.restore_snapshot", lambda: engram.soul.restore_snapshot(LOCAL, snap.id))
+    engram.soul.set_block("identity", LOCAL, "You are terse.")
+    step("soul.restore_snapshot", lambda: engram.soul.restore_snapshot(snap.id, LOCAL))
 
     memory = engram.memories.add(NewMemory(content="a note to purge"), LOCAL)
     step("memory.purge", lambda: engram.memories.purge([memory.id], LOCAL))
@@ -65,7 +65,7 @@ def test_every_mutation_is_audited(engram: Engram, tmp_path: Path) -> None:
         queued = engram.lifecycle.remember(NewMemory(content=f"{who} prefers dark themes"), LOCAL)
         assert queued.review_id, queued
         review_id = queued.review_id or ""
-        step(action, lambda: engram.lifecycle.resolve_review(review_id, accept, LOCAL))  # noqa: B023
+        step(action, lambda: engram.lifecycle.resolve_review(review_id, LOCAL, accept=accept))  # noqa: B023
 
     providers = open_providers(engram.store, tmp_path / "keys", engram.clock)
     config = ProviderConfig(name="local", kind="openai", model="m")
@@ -102,7 +102,7 @@ def test_a_failing_audit_insert_rolls_back_the_change(engram: Engram) -> None:
         store.purge([memory.id], taken(engram))
     assert [m.id for m in store.get([memory.id])] == [memory.id]
 
-    block = engram.soul.set_block(LOCAL, "identity", "You are careful.")
+    block = engram.soul.set_block("identity", LOCAL, "You are careful.")
     with pytest.raises(Conflict):
         changed = block.model_copy(update={"text": "You are loud.", "version": 2})
         store.soul.write(LOCAL.user_id, [_version(changed)], None, taken(engram))
@@ -144,7 +144,7 @@ def test_a_failing_change_writes_no_audit_entry(engram: Engram, tmp_path: Path) 
     with pytest.raises(NotFound, match="not configured"):
         providers.remove("missing", LOCAL)
 
-    block = engram.soul.set_block(LOCAL, "identity", "You are careful.")
+    block = engram.soul.set_block("identity", LOCAL, "You are careful.")
     stale = block.model_copy(update={"text": "You are loud."})  # same version: a conflict
     entry = engram.audit.entry(LOCAL, "test.stale")
     with pytest.raises(Conflict):

@@ -27,7 +27,7 @@ from tests.capture_checks import (
     run_hook,
     stored_bytes,
 )
-from tests.capture_server import free_port, serve
+from tests.live_server import free_port, serve
 
 ENGRAM = Path(sys.executable).parent / "engram"
 
@@ -104,8 +104,8 @@ def test_a_session_is_captured_scrubbed_and_summarised(
         assert len(sessions) == 1 and sessions[0].events == 6
         session = _wait(
             lambda: (
-                engram.capture.get_session(actor, sessions[0].id).episode_id
-                and (engram.capture.get_session(actor, sessions[0].id))
+                engram.capture.get_session(sessions[0].id, actor).episode_id
+                and (engram.capture.get_session(sessions[0].id, actor))
             )
         )
         assert session.episode_id
@@ -119,7 +119,7 @@ def test_a_session_is_captured_scrubbed_and_summarised(
     assert episode.episode.open_questions == ["Is CI green again?"]
     assert episode.metadata["capture_session"] == session.id
     # the observations stay searchable, and link back to the session
-    hits = engram.capture.search(actor, "uploader retry", "webapp")
+    hits = engram.capture.search("uploader retry", actor, "webapp")
     assert hits and hits[0].session == session.id
     # a preference the user stated became a fact
     prefs = engram.store.list_memories(
@@ -169,7 +169,7 @@ def test_server_down_spools_owner_only_then_delivers_exactly_once(
         assert not list(spool_dir.glob("*.json"))
         sessions = engram.capture.list_sessions(actor, "webapp")
         assert len(sessions) == 1
-        observations = engram.capture.observations(actor, sessions[0].id)
+        observations = engram.capture.observations(sessions[0].id, actor)
     keys = [o.key for o in observations]
     assert len(keys) == len(set(keys)) == 7  # 6 events and the notification, each once
 
@@ -307,7 +307,7 @@ def test_a_repository_can_opt_out_or_ignore_paths(
     envs = {e.name for e in engram.environments.list(actor)}
     assert "quiet" not in envs
     sessions = engram.capture.list_sessions(actor, "noisy")
-    kinds = [o.text for o in engram.capture.observations(actor, sessions[0].id)]
+    kinds = [o.text for o in engram.capture.observations(sessions[0].id, actor)]
     assert kinds == ["hi"]
 
 

@@ -78,7 +78,7 @@ def _session(engram: Engram, clock: FakeClock, session: str, prompt: str, **kw: 
 
 def test_a_session_becomes_one_episode_kept_up_to_date(engram: Engram, clock: FakeClock) -> None:
     sid = _session(engram, clock, "s-1", "Fix the login bug")
-    session = engram.capture.get_session(LOCAL, sid)
+    session = engram.capture.get_session(sid, LOCAL)
     assert session.episode_id
     first = engram.memories.get(session.episode_id, LOCAL)
     assert first.layer is Layer.EPISODE and "Fix the login bug" in first.content
@@ -93,7 +93,7 @@ def test_a_session_becomes_one_episode_kept_up_to_date(engram: Engram, clock: Fa
         LOCAL,
     )
     assert engram.capture.drain()
-    later = engram.capture.get_session(LOCAL, sid)
+    later = engram.capture.get_session(sid, LOCAL)
     assert later.episode_id == first.id and later.ended_at is not None
     episode = engram.memories.get(first.id, LOCAL)
     assert "Also update the changelog" in episode.content
@@ -204,7 +204,7 @@ def test_per_prompt_recall_adds_only_what_the_session_has_not_seen(
     assert again == ""  # nothing new for this session
     _, other = engram.capture.prompt_recall([ev("prompt", clock, "q", text=ask)], LOCAL)
     assert fact.content in other  # another session has not seen it
-    (obs,) = [o for o in engram.capture.observations(LOCAL, _sid(engram, "p")) if o.text == ask][:1]
+    (obs,) = [o for o in engram.capture.observations(_sid(engram, "p"), LOCAL) if o.text == ask][:1]
     assert obs.kind == "prompt"
 
 

@@ -61,8 +61,8 @@ def test_assembles_relevant_memories_of_every_layer(semantic_engram: Engram) -> 
 def test_soul_comes_first_and_is_truncated_with_a_note(semantic_engram: Engram) -> None:
     e = semantic_engram
     seed(e)
-    e.soul.set_block(LOCAL, "identity", "You are a careful coding assistant. " * 3)
-    e.soul.set_block(LOCAL, "learned_patterns", "Likes small commits. " * 200)
+    e.soul.set_block("identity", LOCAL, "You are a careful coding assistant. " * 3)
+    e.soul.set_block("learned_patterns", LOCAL, "Likes small commits. " * 200)
     ctx = e.context.assemble(LOCAL, "coffee", max_tokens=400)
     assert ctx.text.startswith("<soul>")
     assert ctx.text.index("<soul>") < ctx.text.index("<memories>")

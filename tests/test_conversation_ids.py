@@ -12,7 +12,7 @@ import pytest
 
 from engram import LOCAL, Engram, NotFound
 from engram.actors import Actor
-from engram.extraction.conversation import NewMessage, Role
+from engram.extraction.conversation import NewMessage, Speaker
 from engram.store.postgres import PostgresStore
 from engram.store.sqlite import SQLiteStore
 from engram.store.sqlite.migrations import MIGRATIONS, migrate
@@ -21,7 +21,7 @@ from tests.test_api_live import Live
 
 live = test_api_live.live  # the live-server fixture
 
-HELLO = [NewMessage(role=Role.USER, content="I prefer tea over coffee.")]
+HELLO = [NewMessage(role=Speaker.USER, content="I prefer tea over coffee.")]
 
 
 def test_caller_ids_are_scoped_per_user(engram: Engram) -> None:

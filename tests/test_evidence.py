@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from engram import LOCAL, Engram, Layer, NewMemory
-from engram.extraction.conversation import NewConversation, NewMessage, Role
+from engram.extraction.conversation import NewConversation, NewMessage, Speaker
 from engram.extraction.dates import annotate
 from engram.extraction.results import ConversationInput
 from engram.retrieval.models import SearchMode
@@ -20,7 +20,7 @@ def deliver(e: Engram, messages: list[tuple[str, str]]) -> str:
     data = ConversationInput(
         conversation=NewConversation(id="chat-1", source="import"),
         messages=[
-            NewMessage(role=Role.USER, author=who, content=text, created_at=SAID)
+            NewMessage(role=Speaker.USER, author=who, content=text, created_at=SAID)
             for who, text in messages
         ],
     )
@@ -49,7 +49,7 @@ def test_a_fact_said_once_and_never_extracted_is_found_by_search_and_context(
     ]
     assert extracted == []  # no rule kept it as a fact
     e.index_pending()
-    found = e.search.search(LOCAL, "pelican bowl", count_access=False).items
+    found = e.search.search("pelican bowl", LOCAL, count_access=False).items
     assert found and "pelican" in found[0].memory.content
     top = found[0]
     assert top.memory.author == "Caroline" and top.memory.thread == conv
@@ -122,12 +122,12 @@ def test_a_lone_keyword_hit_does_not_outrank_a_strong_match(semantic_engram: Eng
         NewMemory(content="Our package manager for JavaScript projects is pnpm"), LOCAL
     )
     e.index_pending()
-    found = e.search.search(LOCAL, "which package manager for javascript", count_access=False)
+    found = e.search.search("which package manager for javascript", LOCAL, count_access=False)
     ids = [r.memory.id for r in found.items]
     assert ids[0] == strong.id
     # keyword-only: the lone hit shares one word of three, so its relevance is a third at most
     kw = e.search.search(
-        LOCAL, "which package manager for javascript", mode=SearchMode.KEYWORD, count_access=False
+        "which package manager for javascript", LOCAL, mode=SearchMode.KEYWORD, count_access=False
     )
     rel = {r.memory.id: r.breakdown.relevance.value for r in kw.items}
     assert rel[strong.id] > 0.9 and rel.get(lone.id, 0.0) <= 0.34
@@ -137,13 +137,13 @@ def test_nothing_below_the_floor_is_returned(engram: Engram) -> None:
     engram.memories.add(NewMemory(content="Deploys go via the staging cluster on Fridays"), LOCAL)
     engram.memories.add(NewMemory(content="Lunch is at noon"), LOCAL)
     floor = engram.search.scoring.min_relevance
-    found = engram.search.search(LOCAL, "staging deploys fridays", count_access=False)
+    found = engram.search.search("staging deploys fridays", LOCAL, count_access=False)
     assert [r.memory.content for r in found.items] == [
         "Deploys go via the staging cluster on Fridays"
     ]
     assert all((r.breakdown.stream_relevance or 0) >= floor for r in found.items)
     # a question whose words appear nowhere gets nothing, not the ten least bad memories
-    assert engram.search.search(LOCAL, "quantum chromodynamics", count_access=False).items == []
+    assert engram.search.search("quantum chromodynamics", LOCAL, count_access=False).items == []
 
 
 def test_access_counts_only_what_was_delivered(semantic_engram: Engram) -> None:
@@ -154,7 +154,7 @@ def test_access_counts_only_what_was_delivered(semantic_engram: Engram) -> None:
         LOCAL,
     )
     engram.index_pending()
-    found = engram.search.search(LOCAL, "staging cluster fridays", limit=10)
+    found = engram.search.search("staging cluster fridays", LOCAL, limit=10)
     returned = {r.memory.id for r in found.items}
     ctx = engram.context.assemble(LOCAL, "staging cluster", max_tokens=64)
     packed = {i.memory_id for t in ctx.tiers for i in t.items}

@@ -36,7 +36,7 @@ def _seed(engram: Engram, tmp_path: Path) -> None:
         NewMemory(layer=Layer.EPISODE, content="Debugged the flaky CI job"), LOCAL, "work"
     )
     engram.imports.commit(engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip")), LOCAL)
-    engram.soul.set_block(LOCAL, "communication_style", text="Be brief and direct.")
+    engram.soul.set_block("communication_style", LOCAL, text="Be brief and direct.")
     engram.soul.snapshot(LOCAL, label="before")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engram.extraction import Conversation, Message, Proposal, Role, RuleExtractor, Transcript
+from engram.extraction import Conversation, Message, Proposal, RuleExtractor, Speaker, Transcript
 from engram.extraction.person import to_third_person
 from engram.models import Layer
 
@@ -16,7 +16,7 @@ def transcript(*turns: tuple[str, str] | tuple[str, str, str]) -> Transcript:
             id=f"m{i}",
             conversation_id="c1",
             position=i,
-            role=Role(t[0]),
+            role=Speaker(t[0]),
             content=t[1],
             author=t[2] if len(t) > 2 else None,
         )

@@ -24,8 +24,8 @@ from engram.store.postgres import PostgresStore
 from engram.store.protocol import Store
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
+from tests.live_server import running
 from tests.sql import backend
-from tests.test_api_live import running
 
 
 @dataclass

@@ -20,7 +20,7 @@ def test_indexer_makes_new_memories_semantically_searchable(semantic_engram: Eng
         deadline = time.monotonic() + 20
         found: list[str] = []
         while time.monotonic() < deadline and m.id not in found:
-            result = e.search.search(LOCAL, "nut allergy", mode=SearchMode.SEMANTIC)
+            result = e.search.search("nut allergy", LOCAL, mode=SearchMode.SEMANTIC)
             found = [i.memory.id for i in result.items]
             time.sleep(0.05)
         assert m.id in found

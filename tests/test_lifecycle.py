@@ -12,7 +12,7 @@ import pytest
 
 from engram import LOCAL, Engram, MemoryFilter, NewMemory, Status
 from engram.errors import Conflict, InvalidInput
-from engram.lifecycle import Outcome
+from engram.lifecycle import WriteAction
 from engram.lifecycle.dedup import jaccard, word_set
 from engram.lifecycle.reviews import ReviewStatus
 from engram.store.sqlite import SQLiteStore
@@ -115,7 +115,7 @@ def test_jaccard_060_merges_and_059_does_not(engram: Engram) -> None:
 
     first = engram.lifecycle.remember(fact(base), LOCAL)
     out = engram.lifecycle.remember(fact(at_060, confidence=0.6), LOCAL)
-    assert out.action is Outcome.MERGED
+    assert out.action is WriteAction.MERGED
     assert out.absorbed_into == first.memory.id
     assert out.memory.reinforcement_count == 1
     assert out.memory.confidence > first.memory.confidence
@@ -128,7 +128,7 @@ def test_jaccard_060_merges_and_059_does_not(engram: Engram) -> None:
     other = engram.environments.create("other", LOCAL)
     engram.lifecycle.remember(fact(base13), LOCAL, other.id)
     out = engram.lifecycle.remember(fact(at_059), LOCAL, other.id)
-    assert out.action is Outcome.CREATED
+    assert out.action is WriteAction.CREATED
     assert engram.memories.list_memories(LOCAL, environment=other.id).total == 2
 
 
@@ -136,13 +136,13 @@ def test_dedup_stays_inside_the_environment(engram: Engram) -> None:
     engram.lifecycle.remember(fact("Deploys go through staging first"), LOCAL)
     engram.environments.create("webapp", LOCAL)
     out = engram.lifecycle.remember(fact("Deploys go through staging first"), LOCAL, "webapp")
-    assert out.action is Outcome.CREATED
+    assert out.action is WriteAction.CREATED
 
 
 def test_episodes_and_procedures_are_stored_as_given(engram: Engram) -> None:
     a = engram.lifecycle.remember(NewMemory(layer="episode", content="Fixed the login bug"), LOCAL)
     b = engram.lifecycle.remember(NewMemory(layer="episode", content="Fixed the login bug"), LOCAL)
-    assert a.action is b.action is Outcome.CREATED
+    assert a.action is b.action is WriteAction.CREATED
 
 
 # -- similarity band with embeddings --------------------------------------------------------
@@ -152,10 +152,10 @@ MOVED = "I moved to Berlin"  # no shared content word: only the cosine sees them
 
 @pytest.mark.parametrize(
     ("cosine", "expected"),
-    [(0.74, Outcome.CREATED), (0.75, Outcome.SUPERSEDED), (0.91, Outcome.SUPERSEDED)],
+    [(0.74, WriteAction.CREATED), (0.75, WriteAction.SUPERSEDED), (0.91, WriteAction.SUPERSEDED)],
 )
 def test_contradiction_band_edges(
-    semantic: Engram, chosen: ChosenEmbedder, cosine: float, expected: Outcome
+    semantic: Engram, chosen: ChosenEmbedder, cosine: float, expected: WriteAction
 ) -> None:
     chosen.anchor(OLD)
     chosen.near(MOVED, cosine)
@@ -164,7 +164,7 @@ def test_contradiction_band_edges(
     assert out.action is expected
     assert semantic.lifecycle.reviews(LOCAL) == []
     now_old = semantic.memories.get(old.id, LOCAL)
-    if expected is Outcome.SUPERSEDED:
+    if expected is WriteAction.SUPERSEDED:
         assert out.superseded == old.id
         assert now_old.status is Status.SUPERSEDED and now_old.superseded_by == out.memory.id
         assert out.memory.supersedes == old.id
@@ -177,14 +177,14 @@ def test_contradiction_band_edges(
 @pytest.mark.parametrize(
     ("cosine", "expected"),
     [
-        (0.74, Outcome.CREATED),
-        (0.75, Outcome.QUEUED),
-        (0.91, Outcome.QUEUED),
-        (0.92, Outcome.MERGED),
+        (0.74, WriteAction.CREATED),
+        (0.75, WriteAction.QUEUED),
+        (0.91, WriteAction.QUEUED),
+        (0.92, WriteAction.MERGED),
     ],
 )
 def test_unclear_pairs_go_to_review_and_092_merges(
-    semantic: Engram, chosen: ChosenEmbedder, cosine: float, expected: Outcome
+    semantic: Engram, chosen: ChosenEmbedder, cosine: float, expected: WriteAction
 ) -> None:
     # the same slot (a preference), the same value, different details on both sides
     a, b = "Prefers green tea every morning", "Prefers green tea at breakfast"
@@ -194,12 +194,12 @@ def test_unclear_pairs_go_to_review_and_092_merges(
     out = semantic.lifecycle.remember(fact(b), LOCAL)
     assert out.action is expected
     queue = semantic.lifecycle.reviews(LOCAL)
-    if expected is Outcome.QUEUED:
+    if expected is WriteAction.QUEUED:
         assert [(r.memory_id, r.other_id) for r in queue] == [(out.memory.id, first.id)]
         assert out.review_id == queue[0].id
     else:
         assert queue == []
-    if expected is Outcome.MERGED:
+    if expected is WriteAction.MERGED:
         assert out.absorbed_into == first.id
         assert active(semantic) == [a]
 
@@ -207,9 +207,9 @@ def test_unclear_pairs_go_to_review_and_092_merges(
 def test_change_of_mind_supersedes_old_fact_and_keeps_unrelated_one(engram: Engram) -> None:
     old = engram.lifecycle.remember(fact("Alice uses vim for editing code"), LOCAL).memory
     bob = engram.lifecycle.remember(fact("Bob uses vim for editing code"), LOCAL)
-    assert bob.action is Outcome.CREATED  # same words, different subject: another fact
+    assert bob.action is WriteAction.CREATED  # same words, different subject: another fact
     out = engram.lifecycle.remember(fact("Alice switched to emacs for editing code"), LOCAL)
-    assert out.action is Outcome.SUPERSEDED and out.superseded == old.id
+    assert out.action is WriteAction.SUPERSEDED and out.superseded == old.id
     assert "switched to" in out.reason
     assert sorted(active(engram)) == sorted(
         ["Bob uses vim for editing code", "Alice switched to emacs for editing code"]
@@ -237,12 +237,12 @@ def test_change_of_mind_with_embeddings_picks_the_closest(
 def test_clear_value_change_is_never_merged(engram: Engram) -> None:
     old = engram.lifecycle.remember(fact("Project atlas deploy target is staging"), LOCAL).memory
     out = engram.lifecycle.remember(fact("Project atlas deploy target is production"), LOCAL)
-    assert out.action is Outcome.SUPERSEDED and out.superseded == old.id
+    assert out.action is WriteAction.SUPERSEDED and out.superseded == old.id
     out = engram.lifecycle.remember(fact("The standup starts at 9:30 every Monday"), LOCAL)
     out2 = engram.lifecycle.remember(fact("The standup starts at 10:00 every Monday"), LOCAL)
     assert out2.superseded == out.memory.id
     neg = engram.lifecycle.remember(fact("The standup does not start every Monday"), LOCAL)
-    assert neg.action is Outcome.SUPERSEDED
+    assert neg.action is WriteAction.SUPERSEDED
 
 
 # -- undo ----------------------------------------------------------------------------------
@@ -288,16 +288,16 @@ def test_review_accept_supersedes_and_dismiss_keeps_both(engram: Engram) -> None
     # a conflict on one slot, not strong enough for an important memory: queued
     bob = engram.lifecycle.remember(fact("User prefers tea in the morning", importance=0.9), LOCAL)
     q = engram.lifecycle.remember(fact("User prefers coffee in the morning"), LOCAL)
-    assert q.action is Outcome.QUEUED
-    item = engram.lifecycle.resolve_review(q.review_id or "", True, LOCAL, "he told me")
+    assert q.action is WriteAction.QUEUED
+    item = engram.lifecycle.resolve_review(q.review_id or "", LOCAL, accept=True, note="he told me")
     assert item.status is ReviewStatus.ACCEPTED and item.resolved_by == LOCAL.label
     assert engram.memories.get(bob.memory.id, LOCAL).status is Status.SUPERSEDED
     with pytest.raises(Conflict):
-        engram.lifecycle.resolve_review(item.id, False, LOCAL)
+        engram.lifecycle.resolve_review(item.id, LOCAL, accept=False)
 
     dan = engram.lifecycle.remember(fact("Dan prefers light themes", importance=0.9), LOCAL).memory
     q2 = engram.lifecycle.remember(fact("Dan prefers dark themes"), LOCAL)
-    item2 = engram.lifecycle.resolve_review(q2.review_id or "", False, LOCAL)
+    item2 = engram.lifecycle.resolve_review(q2.review_id or "", LOCAL, accept=False)
     assert item2.status is ReviewStatus.DISMISSED
     assert engram.memories.get(dan.id, LOCAL).status is Status.ACTIVE
     assert engram.lifecycle.reviews(LOCAL) == []

@@ -13,7 +13,7 @@ from mcp import Client as McpClient
 
 from engram import LOCAL, Engram, NewMemory
 from engram.errors import InvalidInput
-from engram.lifecycle import Outcome
+from engram.lifecycle import WriteAction
 from engram.lifecycle.report import StoredMemory
 from engram.mcp import Binding, build_server
 from engram.models import MemoryFilter, MemoryPatch, Status
@@ -103,10 +103,10 @@ def test_sdk_facts_add_returns_the_outcome(live: Live) -> None:
         again = c.facts.add(NewMemory(content=PNPM))
         exact = c.facts.add(NewMemory(content=PNPM, lifecycle=False))
         many = c.facts.add_many([NewMemory(content=PNPM), NewMemory(content="Quite new")])
-    assert isinstance(again, StoredMemory) and again.outcome.action is Outcome.MERGED
+    assert isinstance(again, StoredMemory) and again.outcome.action is WriteAction.MERGED
     assert again.id == first.id and again.outcome.merged_record not in (None, first.id)
-    assert exact.outcome.action is Outcome.CREATED and exact.id != first.id
-    assert [m.outcome.action for m in many] == [Outcome.MERGED, Outcome.CREATED]
+    assert exact.outcome.action is WriteAction.CREATED and exact.id != first.id
+    assert [m.outcome.action for m in many] == [WriteAction.MERGED, WriteAction.CREATED]
 
 
 # -- MCP ---------------------------------------------------------------------------------------
@@ -141,7 +141,11 @@ def test_a_batch_sees_its_own_items(engram: Engram) -> None:
         ],
         LOCAL,
     )
-    assert [o.action for o in out] == [Outcome.CREATED, Outcome.MERGED, Outcome.SUPERSEDED]
+    assert [o.action for o in out] == [
+        WriteAction.CREATED,
+        WriteAction.MERGED,
+        WriteAction.SUPERSEDED,
+    ]
     assert out[2].superseded == out[0].memory.id
     assert _active(engram) == ["Omar moved to Lisbon"]
     stamp = engram.store.memory_stamp()
@@ -158,15 +162,15 @@ def test_the_index_sees_other_processes_and_other_paths(tmp_path: Path, clock: F
             a.lifecycle.remember(NewMemory(content=f"Warm fact number {i} about zebras"), LOCAL)
         # another process writes a fact; a must see it at once
         written = b.lifecycle.remember(NewMemory(content=PNPM), LOCAL)
-        assert a.lifecycle.remember(NewMemory(content=PNPM), LOCAL).action is Outcome.MERGED
+        assert a.lifecycle.remember(NewMemory(content=PNPM), LOCAL).action is WriteAction.MERGED
         # an edit through another path of this process: the index must not keep the old text
         a.memories.update(written.memory.id, MemoryPatch(content="Keiko keeps bees"), LOCAL)
         again = a.lifecycle.remember(NewMemory(content="Keiko keeps bees"), LOCAL)
-        assert again.action is Outcome.MERGED and again.absorbed_into == written.memory.id
+        assert again.action is WriteAction.MERGED and again.absorbed_into == written.memory.id
         deleted = a.memories.delete(written.memory.id, LOCAL)
         assert deleted.status is Status.DELETED
         fresh = a.lifecycle.remember(NewMemory(content="Keiko keeps bees"), LOCAL)
-        assert fresh.action is Outcome.CREATED
+        assert fresh.action is WriteAction.CREATED
 
 
 def test_a_batch_counts_one_lookup_per_fact_toward_building_the_index(
@@ -188,4 +192,4 @@ def test_a_batch_counts_one_lookup_per_fact_toward_building_the_index(
         out = engram.lifecycle.remember_many(
             [NewMemory(content=f"Fact {i} about otters") for i in range(WARM_LOOKUPS)], LOCAL
         )
-        assert [o.action for o in out] == [Outcome.MERGED] * WARM_LOOKUPS
+        assert [o.action for o in out] == [WriteAction.MERGED] * WARM_LOOKUPS

@@ -13,7 +13,7 @@ import pytest
 
 from engram import LOCAL, Engram, NewMemory
 from engram.cli import main
-from engram.lifecycle import Outcome
+from engram.lifecycle import WriteAction
 from engram.lifecycle.claims import claims
 from engram.lifecycle.contradiction import Strength, Verdict, check
 from engram.models import Status
@@ -89,14 +89,14 @@ def test_a_bundled_fact_is_not_retired_by_a_fact_about_another_slot(engram: Engr
     old = engram.lifecycle.remember(NewMemory(content=ALLERGY_AND_VIM, importance=0.9), LOCAL)
     decision = engram.lifecycle.remember(NewMemory(content=DECISION, importance=0.75), LOCAL)
     moved = engram.lifecycle.remember(NewMemory(content=LISBON), LOCAL)
-    assert moved.action is Outcome.CREATED, moved.reason
+    assert moved.action is WriteAction.CREATED, moved.reason
     report = engram.lifecycle.maintain(LOCAL)
     assert report.superseded == [] and report.merged == [] and report.queued == []
     for m in (old.memory, decision.memory):
         assert engram.memories.get(m.id, LOCAL).status is Status.ACTIVE
     # updating one claim of the bundle does not retire the other one: it goes to review
     update = engram.lifecycle.remember(NewMemory(content="Caroline now uses emacs"), LOCAL)
-    assert update.action is Outcome.QUEUED, update.reason
+    assert update.action is WriteAction.QUEUED, update.reason
     assert "other claim" in update.reason
     assert engram.memories.get(old.memory.id, LOCAL).status is Status.ACTIVE
     [item] = engram.lifecycle.reviews(LOCAL)
@@ -106,23 +106,23 @@ def test_a_bundled_fact_is_not_retired_by_a_fact_about_another_slot(engram: Engr
 def test_the_same_slot_supersedes_even_without_shared_wording(engram: Engram) -> None:
     old = engram.lifecycle.remember(NewMemory(content="Caroline lives in Porto"), LOCAL)
     out = engram.lifecycle.remember(NewMemory(content=LISBON), LOCAL)
-    assert out.action is Outcome.SUPERSEDED and out.superseded == old.memory.id
+    assert out.action is WriteAction.SUPERSEDED and out.superseded == old.memory.id
     assert "location" in out.reason
 
 
 def test_important_and_pinned_memories_need_a_strong_match(engram: Engram) -> None:
     tea = engram.lifecycle.remember(NewMemory(content="Prefers tea", importance=0.9), LOCAL)
     out = engram.lifecycle.remember(NewMemory(content="Prefers coffee"), LOCAL)
-    assert out.action is Outcome.QUEUED  # a bare "prefers": not a named attribute
+    assert out.action is WriteAction.QUEUED  # a bare "prefers": not a named attribute
     assert engram.memories.get(tea.memory.id, LOCAL).status is Status.ACTIVE
     pinned = engram.lifecycle.remember(NewMemory(content="Dana prefers tabs", pinned=True), LOCAL)
     out = engram.lifecycle.remember(NewMemory(content="Dana prefers spaces"), LOCAL)
-    assert out.action is Outcome.QUEUED
+    assert out.action is WriteAction.QUEUED
     assert engram.memories.get(pinned.memory.id, LOCAL).status is Status.ACTIVE
     # a strong match (same subject, a named attribute) still updates an important fact
     home = engram.lifecycle.remember(NewMemory(content="Dana lives in Oslo", importance=0.9), LOCAL)
     out = engram.lifecycle.remember(NewMemory(content="Dana moved to Quito"), LOCAL)
-    assert out.action is Outcome.SUPERSEDED and out.superseded == home.memory.id
+    assert out.action is WriteAction.SUPERSEDED and out.superseded == home.memory.id
 
 
 @pytest.mark.parametrize(
@@ -172,7 +172,7 @@ def test_a_bundled_fact_has_one_claim_per_clause() -> None:
 def test_review_items_close_when_their_memories_change(engram: Engram) -> None:
     tea = engram.lifecycle.remember(NewMemory(content="Prefers tea", importance=0.9), LOCAL)
     q = engram.lifecycle.remember(NewMemory(content="Prefers coffee"), LOCAL)
-    assert q.action is Outcome.QUEUED
+    assert q.action is WriteAction.QUEUED
     engram.memories.delete(tea.memory.id, LOCAL)
     assert engram.lifecycle.reviews(LOCAL) == []  # nothing left to decide: closed
     [item] = engram.lifecycle.reviews(LOCAL, status=None)

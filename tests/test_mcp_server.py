@@ -116,7 +116,7 @@ async def _hits(c: Client, query: str, **args: Any) -> int:
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_resources_and_prompts(engram: Engram, mode: str) -> None:
-    engram.soul.set_block(LOCAL, "identity", "You are Ada.")
+    engram.soul.set_block("identity", LOCAL, "You are Ada.")
     async with client(engram, mode) as c:
         for text in ("Prefers dark mode", "Lives in Lyon"):
             await c.call_tool("remember", {"content": text, "category": "preference"})

@@ -82,13 +82,15 @@ def test_episode_and_procedure_layers(engram: Engram, clock: FakeClock) -> None:
         LOCAL,
     )
     assert proc.procedure is not None and proc.procedure.steps[1] == "tag"
-    after = engram.memories.record_outcome(proc.id, True, LOCAL)
-    after = engram.memories.record_outcome(proc.id, False, LOCAL, "tag already existed")
+    after = engram.memories.record_outcome(proc.id, LOCAL, success=True)
+    after = engram.memories.record_outcome(
+        proc.id, LOCAL, success=False, note="tag already existed"
+    )
     assert after.procedure is not None
     assert (after.procedure.success_count, after.procedure.failure_count) == (1, 1)
     assert engram.memories.history(proc.id, LOCAL)[-1].reason == "failure: tag already existed"
     with pytest.raises(InvalidInput, match="not a procedure"):
-        engram.memories.record_outcome(ep.id, True, LOCAL)
+        engram.memories.record_outcome(ep.id, LOCAL, success=True)
 
     page = engram.memories.list_memories(LOCAL, MemoryFilter(layers=[Layer.PROCEDURE]))
     assert [m.id for m in page.items] == [proc.id]

@@ -40,7 +40,7 @@ def test_common_terms_are_dropped_when_a_rarer_one_is_left(pg_store: PostgresSto
     assert alone.tsquery == "('servic')"  # the only term is kept, however common
     assert not alone.bounded  # thousands of matches: the planner chooses
     assert none is None  # a stopword leaves nothing to search for
-    hits = engram.search.search(LOCAL, "zanzibar service", environment="big", limit=5)
+    hits = engram.search.search("zanzibar service", LOCAL, environment="big", limit=5)
     assert len(hits.items) == 3
     assert all("zanzibar" in h.memory.content for h in hits.items)
 

@@ -87,7 +87,7 @@ def test_thread_is_stored_and_returned(engram: Engram) -> None:
 
 
 def ids(engram: Engram, query: str) -> list[str]:
-    result = engram.search.search(LOCAL, query, mode=SearchMode.KEYWORD, count_access=False)
+    result = engram.search.search(query, LOCAL, mode=SearchMode.KEYWORD, count_access=False)
     return [i.memory.id for i in result.items]
 
 
@@ -102,7 +102,7 @@ def test_a_query_naming_an_author_prefers_that_authors_memories(engram: Engram) 
     assert ids(engram, query)[0] == john  # more of the query's words
     engram.search.scoring = relevance_only(author_weight=0.4)
     assert ids(engram, query)[0] == tim
-    result = engram.search.search(LOCAL, query, count_access=False)
+    result = engram.search.search(query, LOCAL, count_access=False)
     by_id = {i.memory.id: i.breakdown for i in result.items}
     assert by_id[tim].author_named is True and by_id[john].author_named is False
     assert by_id[tim].stream_relevance is not None
@@ -120,12 +120,12 @@ def test_a_memory_in_a_strongly_matching_thread_is_lifted(engram: Engram) -> Non
     query = "Lisbon trip flights"
     # each flight memory shares one word of three: keep them above the floor to compare them
     engram.search.scoring = relevance_only(author_weight=0.0, thread_weight=0.0, min_relevance=0)
-    alone = {i.memory.id: i.score for i in engram.search.search(LOCAL, query).items}
+    alone = {i.memory.id: i.score for i in engram.search.search(query, LOCAL).items}
     assert alone[other] >= alone[booked]  # the words alone: at least as good (shorter)
     engram.search.scoring = relevance_only(thread_weight=0.3, min_relevance=0)
     order = ids(engram, query)
     assert order.index(booked) < order.index(other)
-    result = engram.search.search(LOCAL, query, count_access=False)
+    result = engram.search.search(query, LOCAL, count_access=False)
     by_id = {i.memory.id: i.breakdown for i in result.items}
     assert by_id[booked].thread_support == pytest.approx(1.0)
     assert by_id[other].thread_support is not None and by_id[other].thread_support < 1.0
@@ -137,7 +137,7 @@ def test_the_breakdown_still_adds_up(engram: Engram) -> None:
     engram.search.scoring = replace(ScoringConfig(), thread_weight=0.2)
     for text, thread in (("Deploys go out on Tuesday", "s1"), ("Deploy freeze in August", "s2")):
         engram.memories.add(NewMemory(content=text, thread=thread), LOCAL)
-    for item in engram.search.search(LOCAL, "deploy", count_access=False).items:
+    for item in engram.search.search("deploy", LOCAL, count_access=False).items:
         b = item.breakdown
         parts = (b.relevance, b.importance, b.confidence, b.recency, b.frequency)
         assert sum(f.contribution for f in parts) == pytest.approx(item.score)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engram import LOCAL, Engram
 from engram.accounts import AuditQuery
-from engram.lifecycle.report import Outcome
+from engram.lifecycle.report import WriteAction
 from engram.models import NewMemory
 from engram.store import Store
 from engram.store.sqlite import SQLiteStore
@@ -56,10 +56,10 @@ def _audit_text(engram: Engram) -> str:
 def test_merge_and_supersede_keep_text_out_of_the_audit_log(engram: Engram) -> None:
     engram.lifecycle.remember(NewMemory(content=KEPT), LOCAL)
     merged = engram.lifecycle.remember(NewMemory(content=ABSORBED), LOCAL)
-    assert merged.action is Outcome.MERGED, merged
+    assert merged.action is WriteAction.MERGED, merged
     engram.lifecycle.remember(NewMemory(content=OLD), LOCAL)
     superseded = engram.lifecycle.remember(NewMemory(content=NEW), LOCAL)
-    assert superseded.action is Outcome.SUPERSEDED, superseded
+    assert superseded.action is WriteAction.SUPERSEDED, superseded
     logged = _audit_text(engram)
     for text in (KEPT, ABSORBED, OLD, NEW, "Frankfurt", "Qorvath", "Tuesday"):
         assert text not in logged, text
@@ -69,7 +69,7 @@ def test_merge_and_supersede_keep_text_out_of_the_audit_log(engram: Engram) -> N
 def test_purge_leaves_the_text_nowhere(engram: Engram, tmp_path: Path) -> None:
     kept = engram.lifecycle.remember(NewMemory(content=KEPT), LOCAL).memory
     merged = engram.lifecycle.remember(NewMemory(content=ABSORBED), LOCAL)
-    assert merged.action is Outcome.MERGED and merged.merged_record is not None
+    assert merged.action is WriteAction.MERGED and merged.merged_record is not None
     old = engram.lifecycle.remember(NewMemory(content=OLD), LOCAL).memory
     engram.lifecycle.remember(NewMemory(content=NEW), LOCAL)
     assert _rows_mentioning(engram.store, ABSORBED)

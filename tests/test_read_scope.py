@@ -30,21 +30,21 @@ WRITER = Actor("local", "api", "key_w", frozenset({Scope.WRITE}))
 
 def test_a_write_only_key_reads_nothing(engram: Engram) -> None:
     memory = engram.memories.add(NewMemory(content="the deploy runs on Fridays"), LOCAL)
-    engram.soul.set_block(LOCAL, "identity", "A careful assistant")
+    engram.soul.set_block("identity", LOCAL, "A careful assistant")
     snap = engram.soul.snapshot(LOCAL)
     reads: list[Callable[[], Any]] = [
         lambda: engram.memories.get(memory.id, WRITER),
         lambda: engram.memories.history(memory.id, WRITER),
         lambda: engram.memories.list_memories(WRITER),
-        lambda: engram.search.search(WRITER, "deploy"),
+        lambda: engram.search.search("deploy", WRITER),
         lambda: engram.context.assemble(WRITER, "deploy"),
         lambda: engram.soul.view(WRITER),
         lambda: engram.soul.layer(WRITER),
-        lambda: engram.soul.history(WRITER, "identity"),
-        lambda: engram.soul.diff(WRITER, "identity"),
+        lambda: engram.soul.history("identity", WRITER),
+        lambda: engram.soul.diff("identity", WRITER),
         lambda: engram.soul.snapshots(WRITER),
-        lambda: engram.soul.get_snapshot(WRITER, snap.id),
-        lambda: engram.soul.diff_snapshot(WRITER, snap.id),
+        lambda: engram.soul.get_snapshot(snap.id, WRITER),
+        lambda: engram.soul.diff_snapshot(snap.id, WRITER),
         lambda: engram.environments.list(WRITER),
         lambda: engram.lifecycle.reviews(WRITER),
         lambda: engram.audit.query(AuditQuery(), WRITER),
@@ -56,7 +56,7 @@ def test_a_write_only_key_reads_nothing(engram: Engram) -> None:
     updated = engram.memories.update(memory.id, MemoryPatch(pinned=True), WRITER)
     assert updated.pinned
     assert give_feedback(engram.memories, memory.id, FeedbackKind.HELPFUL, WRITER).memory
-    engram.soul.set_block(WRITER, "identity", "A terse assistant", environment="default")
+    engram.soul.set_block("identity", WRITER, "A terse assistant", environment="default")
     engram.memories.delete(memory.id, WRITER)
 
 

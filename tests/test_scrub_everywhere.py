@@ -15,7 +15,7 @@ from mcp import Client as McpClient
 
 from engram import LOCAL, Engram
 from engram.accounts import AuditQuery
-from engram.extraction.conversation import NewMessage, Role
+from engram.extraction.conversation import NewMessage, Speaker
 from engram.mcp import Binding, build_server
 from engram.models import EpisodeDetails, Layer, MemoryPatch, NewMemory, ProcedureDetails
 from engram.sdk import Client
@@ -236,11 +236,11 @@ def service_writes(engram: Engram, p: Planter) -> None:
     engram.lifecycle.remember(NewMemory(content=p.text("service remember")), LOCAL)
     engram.extraction.add_messages(
         "svc-chat",
-        [NewMessage(role=Role.USER, content=p.text("service messages"))],
+        [NewMessage(role=Speaker.USER, content=p.text("service messages"))],
         LOCAL,
         title=p.one("service title", "jwt"),
     )
-    engram.soul.set_block(LOCAL, "user_profile", p.text("service soul"))
+    engram.soul.set_block("user_profile", LOCAL, p.text("service soul"))
 
 
 @pytest.mark.anyio

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from engram import LOCAL, Engram, InvalidInput, Layer, MemoryFilter, NewMemory, Status
+from engram.accounts import Scope
+from engram.actors import Actor
+from engram.errors import PermissionDenied
 from engram.models import EpisodeDetails, ProcedureDetails
 from engram.retrieval.models import SearchMode
+from engram.store import EmbeddingUpdate
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
 
@@ -25,7 +30,7 @@ def test_important_old_memory_beats_trivial_recent_one(
     clock.advance(days=200)
     new = add(e, "Coffee: had an espresso at the airport", importance=0.1, confidence=0.5)
     e.index_pending()
-    result = e.search.search(LOCAL, "espresso coffee", count_access=False)
+    result = e.search.search("espresso coffee", LOCAL, count_access=False)
     ids = [i.memory.id for i in result.items]
     assert ids[:2] == [old, new]
     first, second = result.items[0].breakdown, result.items[1].breakdown
@@ -42,7 +47,7 @@ def test_breakdown_adds_up_and_names_its_streams(semantic_engram: Engram) -> Non
     ):
         add(e, text)
     e.index_pending()
-    result = e.search.search(LOCAL, "which database for staging", limit=3)
+    result = e.search.search("which database for staging", LOCAL, limit=3)
     assert result.items and result.semantic_available
     for item in result.items:
         b = item.breakdown
@@ -62,21 +67,21 @@ def test_rare_word_found_by_keyword(semantic_engram: Engram) -> None:
     for i in range(20):
         add(e, f"Melanie went to the park with her kids, day {i}")
     e.index_pending()
-    hybrid = e.search.search(LOCAL, "who lives in Zanzibar", count_access=False)
+    hybrid = e.search.search("who lives in Zanzibar", LOCAL, count_access=False)
     assert hybrid.items[0].memory.id == target
     assert "keyword" in hybrid.items[0].breakdown.found_by
-    keyword = e.search.search(LOCAL, "Zanzibar", mode=SearchMode.KEYWORD, count_access=False)
+    keyword = e.search.search("Zanzibar", LOCAL, mode=SearchMode.KEYWORD, count_access=False)
     assert [i.memory.id for i in keyword.items] == [target]
     assert keyword.items[0].breakdown.semantic_similarity is None
 
 
 def test_keyword_only_engram(engram: Engram) -> None:
     m = add(engram, "Deploys happen on Tuesdays")
-    result = engram.search.search(LOCAL, "when are deploys")
+    result = engram.search.search("when are deploys", LOCAL)
     assert [i.memory.id for i in result.items] == [m]
     assert not result.semantic_available
     with pytest.raises(InvalidInput, match="needs an embedder"):
-        engram.search.search(LOCAL, "deploys", mode=SearchMode.SEMANTIC)
+        engram.search.search("deploys", LOCAL, mode=SearchMode.SEMANTIC)
 
 
 def test_semantic_finds_paraphrase_without_shared_words(semantic_engram: Engram) -> None:
@@ -85,7 +90,7 @@ def test_semantic_finds_paraphrase_without_shared_words(semantic_engram: Engram)
     add(e, "The quarterly report is due in March")
     add(e, "My laptop is a ThinkPad")
     e.index_pending()
-    result = e.search.search(LOCAL, "nut allergy", mode=SearchMode.SEMANTIC, count_access=False)
+    result = e.search.search("nut allergy", LOCAL, mode=SearchMode.SEMANTIC, count_access=False)
     assert result.items[0].memory.id == target
     assert result.items[0].breakdown.found_by == ["semantic"]
 
@@ -113,7 +118,7 @@ def test_filters_and_superseded(
 
     def ids(**kw: object) -> set[str]:
         flt = MemoryFilter.model_validate(kw) if kw else None
-        found = e.search.search(LOCAL, "release", flt=flt, count_access=False).items
+        found = e.search.search("release", LOCAL, flt=flt, count_access=False).items
         return {i.memory.id for i in found}
 
     assert ids() == {a, b, ep, proc}
@@ -130,7 +135,7 @@ def test_filters_and_superseded(
     superseded = old.model_copy(update={"status": Status.SUPERSEDED, "version": 2})
     store.write([record_change(superseded, Action.SUPERSEDE, LOCAL)])
     assert a not in ids()
-    found = e.search.search(LOCAL, "release", include_superseded=True, count_access=False)
+    found = e.search.search("release", LOCAL, include_superseded=True, count_access=False)
     assert a in {i.memory.id for i in found.items}
     assert isinstance(Change, type)
 
@@ -138,12 +143,12 @@ def test_filters_and_superseded(
 def test_search_counts_access(semantic_engram: Engram) -> None:
     e = semantic_engram
     m = add(e, "The VPN config is in 1Password")
-    e.search.search(LOCAL, "VPN config")
-    e.search.search(LOCAL, "VPN config")
-    e.search.search(LOCAL, "VPN config", count_access=False)
+    e.search.search("VPN config", LOCAL)
+    e.search.search("VPN config", LOCAL)
+    e.search.search("VPN config", LOCAL, count_access=False)
     got = e.memories.get(m, LOCAL)
     assert got.access_count == 2 and got.last_accessed_at is not None
-    result = e.search.search(LOCAL, "VPN config", count_access=False)
+    result = e.search.search("VPN config", LOCAL, count_access=False)
     assert result.items[0].breakdown.frequency.value > 0
 
 
@@ -153,21 +158,42 @@ def test_environment_isolation_in_search(semantic_engram: Engram) -> None:
     mine = add(e, "the api key rotates monthly")
     e.memories.add(NewMemory(content="the api key rotates weekly"), LOCAL, "other")
     e.index_pending()
-    found = e.search.search(LOCAL, "api key rotation", count_access=False)
+    found = e.search.search("api key rotation", LOCAL, count_access=False)
     assert [i.memory.id for i in found.items] == [mine]
 
 
 def test_bad_search_input(semantic_engram: Engram) -> None:
     with pytest.raises(InvalidInput, match="limit"):
-        semantic_engram.search.search(LOCAL, "x", limit=0)
+        semantic_engram.search.search("x", LOCAL, limit=0)
     with pytest.raises(InvalidInput, match="query is"):
-        semantic_engram.search.search(LOCAL, "x" * 5000)
+        semantic_engram.search.search("x" * 5000, LOCAL)
 
 
 def test_empty_query_ranks_by_importance_and_recency(semantic_engram: Engram) -> None:
     e = semantic_engram
     low = add(e, "minor detail", importance=0.1)
     high = add(e, "critical rule: never force-push main", importance=0.95)
-    result = e.search.search(LOCAL, "", count_access=False)
+    result = e.search.search("", LOCAL, count_access=False)
     assert [i.memory.id for i in result.items] == [high, low]
     assert result.items[0].breakdown.relevance.weight == 0
+
+
+def test_reembed_embeds_the_rest_then_prunes_other_models(semantic_engram: Engram) -> None:
+    """``engram reembed --prune`` is a service method: the admin scope, then the vectors of
+    the current model only."""
+    e = semantic_engram
+    assert e.indexer is not None
+    first = add(e, "The staging database is on db-2.internal")
+    e.store.put_embeddings(
+        "an-older-model", [EmbeddingUpdate(first, "h", np.array([1.0, 0.0, 0.0], dtype=np.float32))]
+    )
+    reader = Actor(LOCAL.user_id, "api", scopes=frozenset({Scope.READ, Scope.WRITE}))
+    with pytest.raises(PermissionDenied):
+        e.indexer.reembed(reader, prune=True)
+    assert e.store.embedding_stats() == {"an-older-model": 1}
+    kept = e.indexer.reembed(LOCAL)
+    assert (kept.embedded, kept.pruned) == (1, 0)
+    assert kept.vectors == {"an-older-model": 1, e.indexer.model_id: 1}
+    pruned = e.indexer.reembed(LOCAL, prune=True)
+    assert (pruned.embedded, pruned.pruned) == (0, 1)
+    assert pruned.vectors == {e.indexer.model_id: 1}

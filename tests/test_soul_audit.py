@@ -8,11 +8,11 @@ from engram.accounts import AuditQuery
 
 def test_soul_changes_are_audited(engram: Engram) -> None:
     engram.environments.create("proj", LOCAL)
-    engram.soul.set_block(LOCAL, "identity", "A careful assistant.")
-    engram.soul.set_block(LOCAL, "current_focus", "Ship the importer", environment="proj")
+    engram.soul.set_block("identity", LOCAL, "A careful assistant.")
+    engram.soul.set_block("current_focus", LOCAL, "Ship the importer", environment="proj")
     snap = engram.soul.snapshot(LOCAL)
-    engram.soul.apply_preset(LOCAL, "technical")
-    engram.soul.restore_snapshot(LOCAL, snap.id)
+    engram.soul.apply_preset("technical", LOCAL)
+    engram.soul.restore_snapshot(snap.id, LOCAL)
 
     entries = engram.audit.query(AuditQuery(action="soul."), LOCAL)
     actions = [e.action for e in reversed(entries)]

@@ -26,7 +26,7 @@ def paragraph(topic: str, sentences: int) -> str:
 @pytest.fixture
 def full(engram: Engram) -> Engram:
     for spec in BUILTIN_BLOCKS:
-        engram.soul.set_block(LOCAL, spec.name, paragraph(spec.name, 6))
+        engram.soul.set_block(spec.name, LOCAL, paragraph(spec.name, 6))
     return engram
 
 
@@ -35,8 +35,8 @@ def elements(text: str) -> list[str]:
 
 
 def test_sections_and_blocks_in_fixed_order(full: Engram) -> None:
-    full.soul.set_block(LOCAL, "zeta_notes", "Custom, last in context.", section="context")
-    full.soul.set_block(LOCAL, "alpha_tone", "Custom, last in style.", section="style")
+    full.soul.set_block("zeta_notes", LOCAL, "Custom, last in context.", section="context")
+    full.soul.set_block("alpha_tone", LOCAL, "Custom, last in style.", section="style")
     out = full.soul.render(LOCAL, max_tokens=10_000)
     assert out.dropped == [] and out.truncated == []
     names = [s.name for s in BUILTIN_BLOCKS]
@@ -59,7 +59,7 @@ def test_sections_and_blocks_in_fixed_order(full: Engram) -> None:
 
 
 def test_text_is_escaped(engram: Engram) -> None:
-    engram.soul.set_block(LOCAL, "rules", "Use a < b && c > d; never write </rules> raw.")
+    engram.soul.set_block("rules", LOCAL, "Use a < b && c > d; never write </rules> raw.")
     out = engram.soul.render(LOCAL)
     assert "a &lt; b &amp;&amp; c &gt; d; never write &lt;/rules&gt; raw." in out.text
     assert ET.fromstring(f"<r>{out.text}</r>").find("context/rules").text.strip() == (  # type: ignore[union-attr]
@@ -68,8 +68,8 @@ def test_text_is_escaped(engram: Engram) -> None:
 
 
 def test_disabled_and_empty_blocks_are_left_out(engram: Engram) -> None:
-    engram.soul.set_block(LOCAL, "identity", "You are Ada.")
-    engram.soul.set_block(LOCAL, "rules", "No force pushes.", enabled=False)
+    engram.soul.set_block("identity", LOCAL, "You are Ada.")
+    engram.soul.set_block("rules", LOCAL, "No force pushes.", enabled=False)
     out = engram.soul.render(LOCAL)
     assert out.included == ["identity"] and out.dropped == []
     assert out.text == "<soul>\n<identity>\nYou are Ada.\n</identity>\n</soul>"
@@ -99,7 +99,7 @@ def test_small_budget_drops_lowest_priority_first(full: Engram, budget: int) -> 
 def test_priority_changes_what_survives(full: Engram) -> None:
     before = full.soul.render(LOCAL, max_tokens=300)
     assert "example_interactions" in before.dropped
-    full.soul.set_block(LOCAL, "example_interactions", priority=100)
+    full.soul.set_block("example_interactions", LOCAL, priority=100)
     after = full.soul.render(LOCAL, max_tokens=300)
     assert "example_interactions" in after.included
     assert after.tokens <= 300
@@ -134,8 +134,8 @@ def test_the_highest_dropped_block_is_cut_to_fill_the_room() -> None:
 
 def test_render_uses_the_environment_overrides(engram: Engram) -> None:
     engram.environments.create("webapp", LOCAL)
-    engram.soul.set_block(LOCAL, "current_focus", "Global focus.")
-    engram.soul.set_block(LOCAL, "current_focus", "Webapp focus.", environment="webapp")
+    engram.soul.set_block("current_focus", LOCAL, "Global focus.")
+    engram.soul.set_block("current_focus", LOCAL, "Webapp focus.", environment="webapp")
     assert "Webapp focus." in engram.soul.render(LOCAL, "webapp").text
     assert "Global focus." in engram.soul.render(LOCAL).text
 

@@ -29,7 +29,7 @@ from bench.locomo.__main__ import ingest
 from bench.locomo.data import DEFAULT_PATH, Conversation, Question, load
 from engram import LOCAL, Engram, Settings
 from engram.embeddings import load_embedder
-from engram.extraction.conversation import NewConversation, NewMessage, Role
+from engram.extraction.conversation import NewConversation, NewMessage, Speaker
 from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter
 from engram.retrieval.models import AssembledContext
@@ -80,7 +80,7 @@ def deliver(engram: Engram, conv: Conversation, env: str) -> dict[str, str]:
             ),
             messages=[
                 NewMessage(
-                    role=Role.USER,
+                    role=Speaker.USER,
                     author=t.speaker,
                     content=t.said,
                     created_at=t.at,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engram.extraction import Conversation, Message, Role, Transcript
+from engram.extraction import Conversation, Message, Speaker, Transcript
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared/data/locomo/locomo_dev.json"
 
@@ -30,7 +30,7 @@ def transcript(sample_id: str, n: int, turns: list[dict[str, str]]) -> Transcrip
             id=t["dia_id"],
             conversation_id=cid,
             position=i,
-            role=Role.USER,
+            role=Speaker.USER,
             author=t["speaker"],
             content=t["text"] or "…",
         )

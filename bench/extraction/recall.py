@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> None:
             for q in conv.questions:
                 for system, suffix in envs.items():
                     items = engram.search.search(
-                        LOCAL,
                         q.question,
+                        LOCAL,
                         environment=conv.sample_id.lower() + suffix,
                         mode=SearchMode.HYBRID,
                         limit=K,

@@ -159,8 +159,8 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     engram.indexer.stop()
 
     it = iter(queries * 3)
-    engram.search.search(LOCAL, "warm up", environment=env)
-    search_lat = timed(lambda: engram.search.search(LOCAL, next(it), environment=env), n_queries)
+    engram.search.search("warm up", LOCAL, environment=env)
+    search_lat = timed(lambda: engram.search.search(next(it), LOCAL, environment=env), n_queries)
     assemble_lat = timed(
         lambda: engram.context.assemble(LOCAL, next(it), environment=env, max_tokens=2000),
         n_queries,

@@ -28,7 +28,7 @@ from bench.lifecycle.speed import HEADER as SPEED_HEADER
 from bench.lifecycle.speed import run_speed
 from engram import LOCAL, Engram, NewMemory
 from engram.embeddings.protocol import Embedder
-from engram.lifecycle import MaintenanceReport, Outcome
+from engram.lifecycle import MaintenanceReport, WriteAction
 from engram.store.sqlite import SQLiteStore
 
 Truth = dict[str, tuple[tuple[str, str] | None, str | None]]  # memory id -> (slot, value)
@@ -104,14 +104,14 @@ def run_lifecycle(
     start = time.perf_counter()
     for item in items:
         out = engram.lifecycle.remember(NewMemory(content=item.text), LOCAL)
-        if out.action is Outcome.MERGED and out.absorbed_into:
+        if out.action is WriteAction.MERGED and out.absorbed_into:
             truth[out.merged_record or ""] = (item.slot, item.value)
             score.merge(item, truth[out.absorbed_into])
             continue
         truth[out.memory.id] = (item.slot, item.value)
-        if out.action is Outcome.SUPERSEDED and out.superseded:
+        if out.action is WriteAction.SUPERSEDED and out.superseded:
             score.supersede(item, truth[out.superseded])
-        elif out.action is Outcome.QUEUED:
+        elif out.action is WriteAction.QUEUED:
             score.queued += 1
     score.seconds = time.perf_counter() - start
     print(f"  {name}: {len(items)} writes in {score.seconds:.1f} s", flush=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.lifecycle.hard import Item
 from engram import LOCAL, Engram, NewMemory
 from engram.embeddings.protocol import Embedder
-from engram.lifecycle import Outcome
+from engram.lifecycle import WriteAction
 from engram.store.sqlite import SQLiteStore
 
 EXAMPLES = 5
@@ -102,7 +102,7 @@ def run_hard(root: Path, name: str, items: list[Item], embedder: Embedder | None
             NewMemory(content=item.text, importance=item.importance), LOCAL
         )
         by_id[out.merged_record or out.memory.id] = item
-        if out.action is Outcome.MERGED and out.absorbed_into:
+        if out.action is WriteAction.MERGED and out.absorbed_into:
             score.merges += 1
             target = by_id[out.absorbed_into]
             if item.slots and all(target.slots.get(k) == v for k, v in item.slots.items()):
@@ -110,7 +110,7 @@ def run_hard(root: Path, name: str, items: list[Item], embedder: Embedder | None
                 score.dup_merges += item.kind == "dup"
             else:
                 _hide(score, item, f"merged into {target.text!r}")
-        elif out.action is Outcome.SUPERSEDED and out.superseded:
+        elif out.action is WriteAction.SUPERSEDED and out.superseded:
             score.supersedes += 1
             old = by_id[out.superseded]
             if old.slots and all(
@@ -120,7 +120,7 @@ def run_hard(root: Path, name: str, items: list[Item], embedder: Embedder | None
                 score.update_supersedes += item.kind == "update"
             else:
                 _hide(score, old, f"superseded by {item.text!r}")
-        elif out.action is Outcome.QUEUED:
+        elif out.action is WriteAction.QUEUED:
             score.queued += 1
             review = engram.store.reviews.get_review(out.review_id or "")
             other = None if review is None else by_id.get(review.other_id)

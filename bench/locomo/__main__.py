@@ -146,7 +146,7 @@ def main() -> None:
         def ranking(env: str, q: str, mode: SearchMode, by: str) -> list[str]:
             engram.search.scoring = configs[by]
             items = engram.search.search(
-                LOCAL, q, environment=env, mode=mode, limit=K, count_access=False
+                q, LOCAL, environment=env, mode=mode, limit=K, count_access=False
             ).items
             return [str(s.memory.metadata["dia_id"]) for s in items]
 

@@ -54,7 +54,10 @@ MAX_MESSAGES = 5000
 """Messages in one extraction or append call."""
 MAX_FILTER_VALUES = 50
 """Values of one list filter (tags, categories, threads) in a listing or search."""
-MAX_QUERY_CHARS = 2000
+MAX_QUERY_CHARS = 4000
+"""A search or context query (the service's limit, declared as such by REST and MCP)."""
+MAX_SEARCH_RESULTS = 200
+"""Results of one search."""
 MAX_POSITION = 2**53 - 1
 """The largest integer a parameter takes (a message position, ``after``): exact in JSON."""
 

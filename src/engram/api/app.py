@@ -27,6 +27,7 @@ from engram.api.routers import (
     memories,
     procedures,
     profile,
+    providers,
     reviews,
     search,
     soul,
@@ -53,6 +54,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/soul", soul.router),
     ("/capture", capture.router),
     ("/profile", profile.router),
+    ("/providers", providers.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

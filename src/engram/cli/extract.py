@@ -16,7 +16,6 @@ from engram.cli.common import EnvOption, JsonOption, console, emit_json, service
 from engram.errors import InvalidInput
 from engram.extraction.providers import ProviderConfig, ProviderKind
 from engram.extraction.results import ConversationInput, ExtractionResult
-from engram.service.providers import open_providers
 
 llm_app = typer.Typer(help="LLM providers for extraction (keys are stored encrypted).")
 
@@ -81,7 +80,7 @@ def extract(
     with service(ctx) as (engram, st):
         extractor = None
         if llm is not None:
-            extractor = open_providers(engram.store, st.settings.home, engram.clock).extractor(llm)
+            extractor = engram.providers.extractor(llm)
         result = engram.extraction.extract(
             data, st.actor, st.current_environment(env), dry_run=dry_run, extractor=extractor
         )
@@ -117,7 +116,7 @@ def llm_add(
         name=name, kind=kind, model=model, base_url=base_url, api_key=key, timeout=timeout
     )
     with service(ctx) as (engram, st):
-        open_providers(engram.store, st.settings.home, engram.clock).add(config, st.actor)
+        engram.providers.add(config, st.actor)
     console.print(f"provider {name} ({kind.value}, {model}) saved")
 
 
@@ -125,10 +124,8 @@ def llm_add(
 def llm_list(ctx: typer.Context) -> None:
     """The configured providers (never their keys)."""
     with service(ctx) as (engram, st):
-        providers = open_providers(engram.store, st.settings.home, engram.clock)
-        for name in providers.list():
-            c = providers.get(name)
-            key = "key stored" if c.api_key is not None else "no key"
+        for c in engram.providers.describe(st.actor):
+            key = "key stored" if c.has_key else "no key"
             console.print(f"{c.name}\t{c.kind.value}\t{c.model}\t{c.url}\t{key}")
 
 
@@ -136,7 +133,7 @@ def llm_list(ctx: typer.Context) -> None:
 def llm_remove(ctx: typer.Context, name: str) -> None:
     """Forget a provider and its key."""
     with service(ctx) as (engram, st):
-        open_providers(engram.store, st.settings.home, engram.clock).remove(name, st.actor)
+        engram.providers.remove(name, st.actor)
     console.print(f"provider {name} removed")
 
 

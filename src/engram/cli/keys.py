@@ -13,10 +13,8 @@ import typer
 from rich.table import Table
 
 from engram.accounts import IssuedKey, Scope
-from engram.actors import LOCAL
 from engram.cli.common import JsonOption, console, emit_json, service
-from engram.errors import NotFound, Unauthenticated
-from engram.private_files import write_private
+from engram.errors import NotFound
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
 
@@ -25,26 +23,12 @@ users_app = typer.Typer(help="Accounts: list and add users, set passwords.", no_
 
 
 def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey | None:
-    """Make sure the owner account exists and ``<home>/token`` (mode 0600) holds a working key
-    of theirs. Returns the key issued now, or None when the token file already worked."""
-    engram.accounts.ensure_owner(getpass.getuser() or "owner")
-    path = home / TOKEN_FILE
-    old = path.read_text().strip() if path.exists() else ""
-    current = None
-    if old:
-        try:
-            current = engram.accounts.authenticate(old, "local")
-        except Unauthenticated:
-            current = None
-    if current is not None and not rotate:
-        return None
-    if current is not None and current.key_id is not None:
-        issued = engram.accounts.rotate_key(current.key_id, LOCAL)
-    else:
-        scopes = [Scope.READ, Scope.WRITE, Scope.ADMIN]
-        issued = engram.accounts.issue_key(LOCAL, "cli", scopes)
-    write_private(path, issued.token + "\n")
-    return issued
+    """The owner bootstrap of ``engram init`` and ``engram serve``
+    (:meth:`~engram.service.accounts.AccountService.bootstrap_owner`): the owner is named after
+    the system user and their token lives in ``<home>/token``."""
+    return engram.accounts.bootstrap_owner(
+        getpass.getuser() or "owner", home / TOKEN_FILE, rotate=rotate
+    )
 
 
 @app.command("list")

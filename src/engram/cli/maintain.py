@@ -134,7 +134,7 @@ def review_accept(
 ) -> None:
     """The newer memory supersedes the older one."""
     with service(ctx) as (engram, st):
-        item = engram.lifecycle.resolve_review(review_id, True, st.actor, note)
+        item = engram.lifecycle.resolve_review(review_id, st.actor, accept=True, note=note)
     console.print(f"accepted {item.id}: {item.memory_id} supersedes {item.other_id}")
 
 
@@ -146,7 +146,7 @@ def review_dismiss(
 ) -> None:
     """Both memories stay; the pair is not queued again."""
     with service(ctx) as (engram, st):
-        item = engram.lifecycle.resolve_review(review_id, False, st.actor, note)
+        item = engram.lifecycle.resolve_review(review_id, st.actor, accept=False, note=note)
     console.print(f"dismissed {item.id}")
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
-from engram.lifecycle.report import Outcome
+from engram.lifecycle.report import WriteAction
 from engram.models import (
     ORDERS,
     EpisodeDetails,
@@ -112,17 +112,17 @@ def add(
         emit_json(out.stored())
         return
     kind = out.memory.layer.value
-    if out.action is Outcome.MERGED:
+    if out.action is WriteAction.MERGED:
         console.print(
             f"merged into {kind} [bold]{out.absorbed_into}[/bold] (kept as {out.merged_record}; "
             f"{escape(out.reason)})"
         )
-    elif out.action is Outcome.SUPERSEDED:
+    elif out.action is WriteAction.SUPERSEDED:
         console.print(
             f"stored {kind} [bold]{out.memory.id}[/bold], superseding {out.superseded} "
             f"({out.reason})"
         )
-    elif out.action is Outcome.QUEUED:
+    elif out.action is WriteAction.QUEUED:
         console.print(
             f"stored {kind} [bold]{out.memory.id}[/bold]; queued for review as {out.review_id} "
             f"({out.reason})"

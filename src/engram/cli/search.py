@@ -34,8 +34,8 @@ def search(
     with service(ctx) as (engram, st):
         engram.index_pending()  # memories added since the last run become searchable by meaning
         result = engram.search.search(
-            st.actor,
             query,
+            st.actor,
             environment=st.current_environment(env),
             mode=mode,
             flt=flt,
@@ -127,16 +127,14 @@ def reembed(
 ) -> None:
     """Compute vectors with the current embedder (ENGRAM_EMBEDDER) for every memory that lacks
     one, e.g. after a model change."""
-    with service(ctx) as (engram, _):
+    with service(ctx) as (engram, st):
         if engram.indexer is None:
             raise typer.BadParameter("no embedder is configured (ENGRAM_EMBEDDER=none)")
-        done = engram.index_pending()
-        removed = engram.store.prune_embeddings(engram.indexer.model_id) if prune else 0
-        stats = engram.store.embedding_stats()
-    console.print(f"embedded {done} memories with {engram.indexer.model_id}")
+        done = engram.indexer.reembed(st.actor, prune=prune)
+    console.print(f"embedded {done.embedded} memories with {done.model_id}")
     if prune:
-        console.print(f"removed {removed} vectors of other models")
-    for model, count in stats.items():
+        console.print(f"removed {done.pruned} vectors of other models")
+    for model, count in done.vectors.items():
         console.print(f"  {model}: {count} vectors")
 
 

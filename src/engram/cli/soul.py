@@ -62,7 +62,7 @@ def show(
             typer.echo(note, err=True)
             return
         if block is not None:
-            one = engram.soul.get_block(st.actor, block, where)
+            one = engram.soul.get_block(block, st.actor, where)
             emit_json(one) if as_json else typer.echo(one.text)
             return
         view = engram.soul.view(st.actor, where)
@@ -136,8 +136,8 @@ def set_(
     body = _read_text(text, file)
     with service(ctx) as (engram, st):
         saved = engram.soul.set_block(
-            st.actor,
             block,
+            st.actor,
             body,
             environment=env,
             mode=mode,
@@ -163,25 +163,13 @@ def edit(
 ) -> None:
     """Edit a block's text in $EDITOR (saved only if you change it)."""
     with service(ctx) as (engram, st):
-        if env is None:
-            start = engram.soul.get_block(st.actor, block, None)
-            own = next((b for b in engram.soul.layer(st.actor) if b.name == start.name), None)
-            current = own.text if own else ""
-        else:
-            stored = {b.name: b for b in engram.soul.layer(st.actor, env)}
-            effective = engram.soul.get_block(st.actor, block, env)
-            override = stored.get(effective.name)
-            wants_extend = mode is OverrideMode.EXTEND
-            if override is not None and override.mode is not OverrideMode.INHERIT:
-                current = override.text
-            else:
-                current = "" if wants_extend else effective.text
+        current = engram.soul.edit_start(block, st.actor, env, mode=mode)
         edited = click.edit(current, extension=".md", require_save=True)
         if edited is None or edited.strip() == current.strip():
             console.print("no change")
             return
         saved = engram.soul.set_block(
-            st.actor, block, edited, environment=env, mode=mode, reason=reason
+            block, st.actor, edited, environment=env, mode=mode, reason=reason
         )
     _saved(saved, as_json)
 
@@ -217,7 +205,7 @@ def history(
             snaps = engram.soul.snapshots(st.actor, env)
             emit_json(snaps) if as_json else console.print(_snapshot_table(snaps))
             return
-        versions = engram.soul.history(st.actor, block, env)
+        versions = engram.soul.history(block, st.actor, env)
     if as_json:
         emit_json(versions)
         return
@@ -263,10 +251,10 @@ def diff(
         raise InvalidInput("give a block name or --snapshot ID")
     with service(ctx) as (engram, st):
         if snapshot is not None:
-            out = engram.soul.diff_snapshot(st.actor, snapshot, against)
+            out = engram.soul.diff_snapshot(snapshot, st.actor, against)
         else:
             assert block is not None
-            out = engram.soul.diff(st.actor, block, from_version, to_version, env)
+            out = engram.soul.diff(block, st.actor, from_version, to_version, env)
     typer.echo(out or "no differences")
 
 
@@ -288,7 +276,7 @@ def restore(
         if block is not None or version is not None:
             raise InvalidInput("--snapshot restores a whole layer: give no block or --version")
         with service(ctx) as (engram, st):
-            update = engram.soul.restore_snapshot(st.actor, snapshot, reason)
+            update = engram.soul.restore_snapshot(snapshot, st.actor, reason)
         if as_json:
             emit_json(update)
         else:
@@ -300,7 +288,7 @@ def restore(
     if block is None or version is None:
         raise InvalidInput("give a block and --version N, or --snapshot ID")
     with service(ctx) as (engram, st):
-        saved = engram.soul.restore_block(st.actor, block, version, env, reason)
+        saved = engram.soul.restore_block(block, version, st.actor, env, reason)
     _saved(saved, as_json)
 
 
@@ -345,7 +333,7 @@ def preset(
                 for p in presets:
                     console.print(f"[bold]{p.name}[/bold]: {p.description}")
             return
-        update = engram.soul.apply_preset(st.actor, name, env)
+        update = engram.soul.apply_preset(name, st.actor, env)
     if as_json:
         emit_json(update)
     else:

@@ -6,7 +6,7 @@ from engram.extraction.conversation import (
     Message,
     NewConversation,
     NewMessage,
-    Role,
+    Speaker,
     Transcript,
 )
 from engram.extraction.proposals import Extraction, Proposal
@@ -20,7 +20,7 @@ __all__ = [
     "NewConversation",
     "NewMessage",
     "Proposal",
-    "Role",
     "RuleExtractor",
+    "Speaker",
     "Transcript",
 ]

@@ -34,7 +34,10 @@ KNOWN_SOURCES = ("chatgpt", "claude", "agent", "api", "import", "cli")
 """Usual values of :attr:`Conversation.source`; any short lowercase name is accepted."""
 
 
-class Role(StrEnum):
+class Speaker(StrEnum):
+    """Who wrote a message of a conversation (not a role in an environment:
+    :class:`engram.accounts.Role`)."""
+
     USER = "user"
     ASSISTANT = "assistant"
     SYSTEM = "system"
@@ -84,7 +87,7 @@ class _Frozen(BaseModel):
 class NewMessage(_Input):
     """A message as a caller delivers it."""
 
-    role: Role
+    role: Speaker
     content: Content
     author: str | None = Field(default=None, max_length=MAX_AUTHOR_CHARS)
     created_at: Timestamp | None = None
@@ -111,7 +114,7 @@ class Message(_Frozen):
     id: str
     conversation_id: str
     position: int = Field(ge=1)
-    role: Role
+    role: Speaker
     content: str
     author: str | None = None
     created_at: datetime | None = None
@@ -174,4 +177,4 @@ class Transcript(_Frozen):
 
     @property
     def participants(self) -> list[str]:
-        return list(dict.fromkeys(m.speaker for m in self.messages if m.role is not Role.TOOL))
+        return list(dict.fromkeys(m.speaker for m in self.messages if m.role is not Speaker.TOOL))

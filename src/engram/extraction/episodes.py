@@ -7,7 +7,7 @@ import math
 import re
 from collections import Counter
 
-from engram.extraction.conversation import Role, Transcript
+from engram.extraction.conversation import Speaker, Transcript
 from engram.extraction.proposals import Proposal
 from engram.extraction.sentences import Sentence, list_item
 from engram.limits import MAX_NAME_CHARS
@@ -43,7 +43,7 @@ def salient(items: list[Sentence], k: int = SUMMARY_SENTENCES) -> list[Sentence]
     usable = [
         s
         for s in items
-        if s.message.role in (Role.USER, Role.ASSISTANT)
+        if s.message.role in (Speaker.USER, Speaker.ASSISTANT)
         and not s.is_question
         and list_item(s.text) is None
         and not s.text.endswith(":")
@@ -78,7 +78,7 @@ def open_questions(items: list[Sentence]) -> list[Sentence]:
     """Questions no later message from someone else answers (shares enough words with)."""
     out = []
     for q in items:
-        if not q.is_question or q.message.role not in (Role.USER, Role.ASSISTANT):
+        if not q.is_question or q.message.role not in (Speaker.USER, Speaker.ASSISTANT):
             continue
         words = set(content_words(q.text))
         if len(words) < 2 or _SOCIAL_Q_RE.search(q.text):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engram.extraction.conversation import Message, Role
+from engram.extraction.conversation import Message, Speaker
 from engram.extraction.person import to_third_person
 from engram.extraction.proposals import Proposal
 from engram.extraction.sentences import Sentence
@@ -124,9 +124,9 @@ _CLAIM_SPLIT_RE = re.compile(
 )
 
 
-def speaks_for_self(role: Role) -> bool:
+def speaks_for_self(role: Speaker) -> bool:
     """Only people's statements about themselves are facts (not an assistant's "I")."""
-    return role is Role.USER
+    return role is Speaker.USER
 
 
 def match_fact(text: str) -> FactPattern | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from engram.extraction.conversation import Message, Role
+from engram.extraction.conversation import Message, Speaker
 from engram.extraction.proposals import Proposal
 from engram.extraction.sentences import Sentence, list_item
 from engram.models import ProcedureDetails
@@ -32,7 +32,7 @@ def step_lists(messages: list[Message]) -> list[Proposal]:
     """Runs of ≥2 consecutive list items; the line before the run names the procedure."""
     out: list[Proposal] = []
     for msg in messages:
-        if msg.role not in (Role.USER, Role.ASSISTANT):
+        if msg.role not in (Speaker.USER, Speaker.ASSISTANT):
             continue
         lines = [ln for ln in msg.content.splitlines() if ln.strip()]
         i = 0
@@ -46,7 +46,7 @@ def step_lists(messages: list[Message]) -> list[Proposal]:
                 intro = lines[i - 1].strip() if i > 0 else ""
                 match = _INTRO_RE.search(intro)
                 name = _name(match.group(1) if match else intro or steps[0])
-                conf = 0.75 if msg.role is Role.USER else 0.6
+                conf = 0.75 if msg.role is Speaker.USER else 0.6
                 out.append(
                     Proposal(
                         layer="procedure",
@@ -72,7 +72,7 @@ def rules(items: list[Sentence]) -> list[Proposal]:
     """Rules stated by a person (not the assistant): always/never/before X, do Y."""
     out: list[Proposal] = []
     for sentence in items:
-        if sentence.message.role is not Role.USER or sentence.is_question:
+        if sentence.message.role is not Speaker.USER or sentence.is_question:
             continue
         if list_item(sentence.text) is not None:
             continue

@@ -12,11 +12,14 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from engram.errors import EngramError
+from engram.limits import InputModel, StrictFloat
 
 log = logging.getLogger(__name__)
 
 ANTHROPIC_VERSION = "2023-06-01"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+PROVIDER_NAME_PATTERN = _NAME_RE.pattern
+"""A provider's name: 1-64 lowercase letters, digits, '_', '.', '-'."""
 
 
 class ProviderError(EngramError):
@@ -54,6 +57,59 @@ class ProviderConfig(BaseModel):
     @property
     def url(self) -> str:
         return (self.base_url or DEFAULT_URLS[self.kind]).rstrip("/")
+
+
+class ProviderSettings(InputModel):
+    """What configures a provider besides its name: the body of ``PUT /api/v1/providers/{name}``
+    and the arguments of the MCP tool ``set_llm_provider`` (one model, one set of limits)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ProviderKind = Field(
+        default=ProviderKind.OPENAI,
+        description="openai (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM...) or "
+        "anthropic.",
+    )
+    model: str = Field(min_length=1, max_length=200, description="The model to ask.")
+    base_url: str = Field(
+        default="",
+        max_length=2_000,
+        description="The endpoint, e.g. http://localhost:11434/v1 for Ollama (empty: the "
+        "kind's public endpoint).",
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1_000,
+        description="Stored encrypted, never shown again; none for local servers.",
+    )
+    timeout: StrictFloat = Field(default=60.0, gt=0, le=600, description="Seconds to wait.")
+
+    def config(self, name: str) -> ProviderConfig:
+        return ProviderConfig(name=name, **self.model_dump())
+
+
+class ProviderInfo(BaseModel):
+    """A configured provider as listed: never its key, only whether one is stored."""
+
+    name: str
+    kind: ProviderKind
+    model: str
+    url: str
+    """The endpoint asked (the kind's public one when none was given)."""
+    has_key: bool
+    timeout: float
+
+    @classmethod
+    def of(cls, config: ProviderConfig) -> ProviderInfo:
+        return cls(
+            name=config.name,
+            kind=config.kind,
+            model=config.model,
+            url=config.url,
+            has_key=config.api_key is not None,
+            timeout=config.timeout,
+        )
 
 
 class LLMClient(Protocol):

@@ -16,7 +16,7 @@ class ConversationInput(InputModel):
     messages: list[NewMessage] = Field(max_length=MAX_MESSAGES)
 
 
-class Outcome(BaseModel):
+class ProposalOutcome(BaseModel):
     """What happened to one proposal when stored: 'created', 'merged', 'superseded',
     'queued' (the lifecycle's word for it) and the memory that now holds it."""
 
@@ -38,7 +38,7 @@ class ExtractionResult(BaseModel):
     extractor: str
     fallback_reason: str | None = None
     proposals: list[Proposal] = Field(default_factory=list)
-    outcomes: list[Outcome] = Field(default_factory=list)
+    outcomes: list[ProposalOutcome] = Field(default_factory=list)
     stored_via: str | None = Field(
         default=None, description="'lifecycle.remember' when proposals were stored"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engram.extraction.conversation import Role, Transcript
+from engram.extraction.conversation import Speaker, Transcript
 from engram.extraction.episodes import episode_proposal
 from engram.extraction.facts import fact_proposals
 from engram.extraction.procedures import rules, step_lists
@@ -19,7 +19,7 @@ class Extractor(Protocol):
 
 
 def _display(speaker: str) -> str:
-    return f"the {speaker}" if speaker in (Role.USER.value, Role.ASSISTANT.value) else speaker
+    return f"the {speaker}" if speaker in (Speaker.USER.value, Speaker.ASSISTANT.value) else speaker
 
 
 class RuleExtractor:

@@ -7,6 +7,6 @@ applies them to the store.
 """
 
 from engram.lifecycle.config import LifecycleConfig
-from engram.lifecycle.report import LifecycleEvent, MaintenanceReport, Outcome, WriteOutcome
+from engram.lifecycle.report import LifecycleEvent, MaintenanceReport, WriteAction, WriteOutcome
 
-__all__ = ["LifecycleConfig", "LifecycleEvent", "MaintenanceReport", "Outcome", "WriteOutcome"]
+__all__ = ["LifecycleConfig", "LifecycleEvent", "MaintenanceReport", "WriteAction", "WriteOutcome"]

@@ -9,7 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from engram.models import Memory
 
 
-class Outcome(StrEnum):
+class WriteAction(StrEnum):
+    """What one write did (:attr:`WriteOutcome.action`)."""
+
     CREATED = "created"
     MERGED = "merged"
     SUPERSEDED = "superseded"
@@ -28,7 +30,7 @@ class WriteOutcome(_Frozen):
     record with status ``merged`` (``merged_record``), which ``restore`` brings back.
     """
 
-    action: Outcome
+    action: WriteAction
     memory: Memory
     absorbed_into: str | None = None
     merged_record: str | None = None
@@ -62,7 +64,7 @@ class WriteOutcome(_Frozen):
 class WriteSummary(_Frozen):
     """What a write did, beside the memory a create route returns."""
 
-    action: Outcome = Field(
+    action: WriteAction = Field(
         description="created: stored as a new memory; merged: a duplicate, absorbed by the "
         "existing fact `absorbed_into` (the new wording kept as `merged_record`); superseded: "
         "stored, and the older fact `superseded` retired; queued: stored, and the pair sent to "

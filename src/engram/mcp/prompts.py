@@ -31,7 +31,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     def recall_about(topic: str) -> str:
         """What Engram knows about a topic: facts, past sessions and procedures."""
         result = b.engram.search.search(
-            b.current_actor(), topic, environment=b.environment, limit=15
+            topic, b.current_actor(), environment=b.environment, limit=15
         )
         return (
             f"What do we know about {topic}? Stored memories, best first:\n\n{_lines(result)}\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.extraction.conversation import NewMessage, Role
+from engram.extraction.conversation import NewMessage, Speaker
 from engram.portability.bundle import (
     Bundle,
     ImportedConversation,
@@ -70,7 +70,7 @@ def _conversation(
     if not messages:
         out.skipped.append(Skipped(entry.file, entry.name, f"{source} session: no messages"))
         return out
-    first_user = next((m.content for m in messages if m.role is Role.USER), messages[0].content)
+    first_user = next((m.content for m in messages if m.role is Speaker.USER), messages[0].content)
     out.conversations.append(
         ImportedConversation(
             key=source_id(session) if session else stable_key(source, entry.name),
@@ -94,7 +94,7 @@ def parse_claude_code(entry: Entry, lines: list[Any]) -> Bundle:
         message = line.get("message")
         if line.get("type") not in ("user", "assistant") or not isinstance(message, dict):
             continue
-        role = Role.USER if line["type"] == "user" else Role.ASSISTANT
+        role = Speaker.USER if line["type"] == "user" else Speaker.ASSISTANT
         text = _blocks_text(message.get("content"), ("text",))
         if _keep(text):
             messages.append(
@@ -120,7 +120,7 @@ def parse_codex(entry: Entry, lines: list[Any]) -> Bundle:
             continue
         if line.get("type") != "response_item" or payload.get("type") != "message":
             continue
-        role = {"user": Role.USER, "assistant": Role.ASSISTANT}.get(str(payload.get("role")))
+        role = {"user": Speaker.USER, "assistant": Speaker.ASSISTANT}.get(str(payload.get("role")))
         text = _blocks_text(payload.get("content"), ("input_text", "output_text", "text"))
         if role is not None and _keep(text):
             messages.append(
@@ -140,7 +140,7 @@ def parse_gemini_cli(entry: Entry, records: list[Any], session: str | None = Non
         if not isinstance(record, dict):
             continue
         session = session or record.get("sessionId")
-        role = {"user": Role.USER, "gemini": Role.ASSISTANT}.get(str(record.get("type")))
+        role = {"user": Speaker.USER, "gemini": Speaker.ASSISTANT}.get(str(record.get("type")))
         content = record.get("content")
         text = content if isinstance(content, str) else _blocks_text(content, ("text",))
         if isinstance(content, list) and not text:

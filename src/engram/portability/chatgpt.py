@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.extraction.conversation import NewMessage, Role
+from engram.extraction.conversation import NewMessage, Speaker
 from engram.models import Layer, NewMemory, Source
 from engram.portability.bundle import (
     LOW_CONFIDENCE,
@@ -28,7 +28,7 @@ from engram.portability.reading import Entry
 
 FORMAT = "chatgpt"
 MEMORY_LIST = "memory-list"
-_ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
+_ROLES = {"user": Speaker.USER, "assistant": Speaker.ASSISTANT}
 _MAX_DEPTH = 100_000
 
 

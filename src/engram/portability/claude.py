@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engram.extraction.conversation import NewMessage, Role
+from engram.extraction.conversation import NewMessage, Speaker
 from engram.models import Layer, NewMemory, Source, validate_env_name
 from engram.portability.bundle import (
     Bundle,
@@ -25,7 +25,7 @@ from engram.portability.bundle import (
 from engram.portability.reading import Entry
 
 FORMAT = "claude"
-_ROLES = {"human": Role.USER, "assistant": Role.ASSISTANT}
+_ROLES = {"human": Speaker.USER, "assistant": Speaker.ASSISTANT}
 _DOC_CHARS = 8000
 _MEMORY_KEYS = ("conversations_memory", "project_memories", "memory_files")
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
 
-from engram.extraction.conversation import NewMessage, Role
+from engram.extraction.conversation import NewMessage, Speaker
 from engram.portability.bundle import (
     Bundle,
     ImportedConversation,
@@ -119,7 +119,7 @@ def group(turns: list[_Turn]) -> list[ImportedConversation]:
             turn_id = stable_key(FORMAT, turn.at.isoformat(), turn.prompt)
             messages.append(
                 NewMessage(
-                    role=Role.USER,
+                    role=Speaker.USER,
                     content=clip(turn.prompt),
                     created_at=turn.at,
                     external_id=f"{turn_id}:u",
@@ -128,7 +128,7 @@ def group(turns: list[_Turn]) -> list[ImportedConversation]:
             if turn.response.strip():
                 messages.append(
                     NewMessage(
-                        role=Role.ASSISTANT,
+                        role=Speaker.ASSISTANT,
                         content=clip(turn.response),
                         created_at=turn.at,
                         external_id=f"{turn_id}:a",

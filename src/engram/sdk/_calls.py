@@ -258,6 +258,33 @@ class AccountCalls:
     def revoke_key(self, key_id: str) -> Call[ApiKey]:
         return Call("DELETE", f"/api/v1/keys/{key_id}", ApiKey)
 
+    def providers(self) -> Call[builtins.list[dict[str, Any]]]:
+        """The configured LLM providers (admin scope; never their keys)."""
+        return Call("GET", "/api/v1/providers", list[dict[str, Any]])
+
+    def set_provider(
+        self,
+        name: str,
+        model: str,
+        *,
+        kind: str = "openai",
+        base_url: str = "",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+    ) -> Call[dict[str, Any]]:
+        """Configure or replace an LLM provider (admin scope; the key is never shown again)."""
+        body = {
+            "kind": kind,
+            "model": model,
+            "base_url": base_url,
+            "api_key": api_key,
+            "timeout": timeout,
+        }
+        return Call("PUT", f"/api/v1/providers/{name}", dict[str, Any], {}, body)
+
+    def remove_provider(self, name: str) -> Call[dict[str, Any]]:
+        return Call("DELETE", f"/api/v1/providers/{name}", dict[str, Any])
+
     def audit(self, q: AuditQuery | None = None) -> Call[builtins.list[AuditEntry]]:
         params = _params(**(q or AuditQuery()).model_dump())
         return Call("GET", "/api/v1/audit", list[AuditEntry], params)

@@ -168,6 +168,9 @@ class Accounts(_Resource[AccountCalls]):
     rotate_key = _Sync(AccountCalls.rotate_key)
     revoke_key = _Sync(AccountCalls.revoke_key)
     audit = _Sync(AccountCalls.audit)
+    providers = _Sync(AccountCalls.providers)
+    set_provider = _Sync(AccountCalls.set_provider)
+    remove_provider = _Sync(AccountCalls.remove_provider)
 
 
 class AsyncAccounts(_Resource[AccountCalls]):
@@ -182,6 +185,9 @@ class AsyncAccounts(_Resource[AccountCalls]):
     rotate_key = _Async(AccountCalls.rotate_key)
     revoke_key = _Async(AccountCalls.revoke_key)
     audit = _Async(AccountCalls.audit)
+    providers = _Async(AccountCalls.providers)
+    set_provider = _Async(AccountCalls.set_provider)
+    remove_provider = _Async(AccountCalls.remove_provider)
 
 
 class Soul(_Resource[SoulCalls]):

@@ -24,7 +24,7 @@ from engram.accounts import (
     Scope,
     User,
 )
-from engram.actors import LOCAL_USER, Actor
+from engram.actors import LOCAL, LOCAL_USER, Actor
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied, Unauthenticated
 from engram.ids import new_id
@@ -124,6 +124,30 @@ class AccountService:
             return self._create_user(LOCAL_USER, name, system, None, True), True
         except Conflict:
             return self._create_user(LOCAL_USER, LOCAL_USER, system, None, True), True
+
+    def bootstrap_owner(
+        self, name: str, token_file: Path, *, rotate: bool = False
+    ) -> IssuedKey | None:
+        """Make sure the owner account exists (named ``name`` when it is created) and
+        ``token_file`` (mode 0600) holds a working key of theirs with every scope; ``rotate``
+        replaces a working one. Returns the key issued now, or None when the file already
+        held a working key (and ``rotate`` is false)."""
+        self.ensure_owner(name)
+        old = token_file.read_text().strip() if token_file.exists() else ""
+        current = None
+        if old:
+            try:
+                current = self.authenticate(old, "local")
+            except Unauthenticated:
+                current = None
+        if current is not None and not rotate:
+            return None
+        if current is not None and current.key_id is not None:
+            issued = self.rotate_key(current.key_id, LOCAL)
+        else:
+            issued = self.issue_key(LOCAL, "cli", [Scope.READ, Scope.WRITE, Scope.ADMIN])
+        write_private(token_file, issued.token + "\n")
+        return issued
 
     def get_user(self, user_id: str, actor: Actor) -> User:
         self._own_or_admin(actor, user_id)

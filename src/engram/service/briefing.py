@@ -50,7 +50,7 @@ class Briefing:
         # per captured session: the memories already put in front of the agent
         self._injected: dict[str, set[str]] = {}
 
-    def for_prompt(self, actor: Actor, prompt: Observation, max_tokens: int, floor: float) -> str:
+    def for_prompt(self, prompt: Observation, max_tokens: int, floor: float, actor: Actor) -> str:
         """The memories relevant to ``prompt`` its session has not been shown ('' if none)."""
         if self._recall is None or not prompt.text.strip():
             return ""
@@ -78,7 +78,7 @@ class Briefing:
         block = "\n".join(["<engram-memory>", header, *lines, "</engram-memory>"])
         return block
 
-    def block(self, actor: Actor, env_id: str, current: str | None, max_tokens: int) -> str:
+    def block(self, env_id: str, current: str | None, max_tokens: int, actor: Actor) -> str:
         """What a new session in this environment starts with: factual notes, at most
         ``max_tokens``, the same bytes as long as nothing changed."""
         env = self._envs.resolve(env_id, actor)

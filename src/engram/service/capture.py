@@ -437,14 +437,14 @@ class CaptureService:
             raise InvalidInput(f"limit must be between 1 and 200, got {limit}", field="limit")
         return self._store.capture.list_sessions(self._env_ids(actor, environment), limit=limit)
 
-    def get_session(self, actor: Actor, sid: str) -> CapturedSession:
+    def get_session(self, sid: str, actor: Actor) -> CapturedSession:
         session = self._store.capture.get_session(sid)
         if session is None:
             raise NotFound(f"no captured session {sid}")
         self._envs.resolve(session.environment_id, actor)  # visible to this actor, or NotFound
         return session
 
-    def summarize(self, actor: Actor, sid: str) -> Memory | None:
+    def summarize(self, sid: str, actor: Actor) -> Memory | None:
         """Write or refresh a session's episode now: a write, so it needs the writer role."""
         session = self._store.capture.get_session(sid)
         if session is None:
@@ -453,15 +453,15 @@ class CaptureService:
         return self.summarize_session(sid)
 
     def observations(
-        self, actor: Actor, sid: str, *, limit: int = 200, after: int = 0
+        self, sid: str, actor: Actor, *, limit: int = 200, after: int = 0
     ) -> list[Observation]:
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"limit must be between 1 and 1000, got {limit}", field="limit")
-        self.get_session(actor, sid)
+        self.get_session(sid, actor)
         return self._store.capture.observations(sid, limit=limit, after=after)
 
     def search(
-        self, actor: Actor, query: str, environment: str | None = None, *, limit: int = 20
+        self, query: str, actor: Actor, environment: str | None = None, *, limit: int = 20
     ) -> list[Observation]:
         if not query.strip():
             raise InvalidInput("the query is empty", field="query")
@@ -490,7 +490,7 @@ class CaptureService:
         )
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         self._schedule(pending.ending)
-        block = self.briefing.block(actor, start.environment_id, start.session, max_tokens)
+        block = self.briefing.block(start.environment_id, start.session, max_tokens, actor)
         return self._result(pending, set(stored)), block
 
     def prompt_recall(
@@ -513,7 +513,7 @@ class CaptureService:
         prompt = next((o for o in pending.observations if o.kind == EventKind.PROMPT.value), None)
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         # no prompt among the events: they are stored, and there is nothing to recall for
-        block = "" if prompt is None else self.briefing.for_prompt(actor, prompt, max_tokens, floor)
+        block = "" if prompt is None else self.briefing.for_prompt(prompt, max_tokens, floor, actor)
         return self._result(pending, set(stored)), block
 
     # -- shutdown ----------------------------------------------------------------------------

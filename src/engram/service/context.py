@@ -43,7 +43,7 @@ TierName = Literal["facts", "messages", "episodes", "procedures"]
 
 
 @dataclass(frozen=True)
-class SoulBlock:
+class SoulTier:
     """What the Soul tier contributes: rendered text, its tokens, and a note on truncation."""
 
     text: str
@@ -51,7 +51,7 @@ class SoulBlock:
     note: str = ""
 
 
-SoulRenderer = Callable[[Actor, str | None, int], SoulBlock]
+SoulRenderer = Callable[[Actor, str | None, int], SoulTier]
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 from engram.actors import Actor
 from engram.clock import Clock, system_clock
 from engram.config import Settings
 from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
+from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.lifecycle.config import LifecycleConfig
 from engram.private_files import prepare_home
 from engram.scrub import Scrubber
@@ -17,7 +19,7 @@ from engram.service.accounts import AccountService, load_secret
 from engram.service.archive import ArchiveService
 from engram.service.audit import AuditLog
 from engram.service.capture import CaptureService
-from engram.service.context import ContextService, SoulBlock
+from engram.service.context import ContextService, SoulTier
 from engram.service.environments import EnvironmentService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
@@ -26,6 +28,7 @@ from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
 from engram.service.portability import ImportService
 from engram.service.profile import ProfileService
+from engram.service.providers import ProviderService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.store import Store, open_store
@@ -46,6 +49,7 @@ class Engram:
         secret: bytes | None = None,
         lifecycle: LifecycleConfig | None = None,
         scrubber: Scrubber | None = None,
+        home: Path | None = None,
     ) -> None:
         # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
         self.scrubber = scrubber or Scrubber()
@@ -104,6 +108,9 @@ class Engram:
         conversations = store.conversations
         self.exports = ExportService(store, self.environments, conversations, self.soul)
         self.archive = ArchiveService(store, clock, conversations)
+        # LLM providers; their API keys are encrypted with a key file in the data directory
+        keys = None if home is None else KeyBox(Path(home) / KEY_FILE)
+        self.providers = ProviderService(store.providers, keys, clock, self.audit)
 
     @classmethod
     def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
@@ -116,16 +123,17 @@ class Engram:
                 settings.embedder, settings.model_cache, settings.embeddings_api_key
             ),
             scrubber=Scrubber(settings.scrub),
+            home=settings.home,
         )
 
-    def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:
+    def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulTier:
         rendered = self.soul.render(actor, environment, max_tokens)
         notes = []
         if rendered.truncated:
             notes.append("truncated: " + ", ".join(rendered.truncated))
         if rendered.dropped:
             notes.append("dropped: " + ", ".join(rendered.dropped))
-        return SoulBlock(rendered.text, rendered.tokens, "; ".join(notes))
+        return SoulTier(rendered.text, rendered.tokens, "; ".join(notes))
 
     def _soul_text(self, actor: Actor, environment: str | None, max_tokens: int) -> str:
         return self.soul.render(actor, environment, max_tokens).text
@@ -133,7 +141,7 @@ class Engram:
     def _recall_for_prompt(
         self, actor: Actor, environment: str, query: str
     ) -> list[tuple[str, str, float]]:
-        found = self.search.search(actor, query, environment=environment, limit=8)
+        found = self.search.search(query, actor, environment=environment, limit=8)
         out = []
         for item in found.items:
             b = item.breakdown

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from engram.accounts import Role as Access
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
@@ -28,12 +28,12 @@ from engram.extraction.conversation import (
     MessagePage,
     NewConversation,
     NewMessage,
-    Role,
+    Speaker,
     Transcript,
 )
 from engram.extraction.dates import annotate
 from engram.extraction.proposals import Extraction, Proposal
-from engram.extraction.results import ConversationInput, ExtractionResult, Outcome
+from engram.extraction.results import ConversationInput, ExtractionResult, ProposalOutcome
 from engram.extraction.rules import Extractor, RuleExtractor
 from engram.extraction.turns import message_memories
 from engram.ids import new_id
@@ -98,7 +98,7 @@ class ExtractionService:
         return conv
 
     def get_conversation(
-        self, conversation_id: str, actor: Actor, need: Access = Access.READER
+        self, conversation_id: str, actor: Actor, need: Role = Role.READER
     ) -> Conversation:
         """A conversation by the actor's own id for it or by its Engram id; ``need`` is the
         role (and so the key scope) of the caller's action."""
@@ -130,8 +130,8 @@ class ExtractionService:
         """Create a conversation, or return the existing one the actor knows by ``new.id``
         (adding to a conversation stores messages: it needs write access)."""
         if new.id is not None and self._lookup(new.id, actor) is not None:
-            return self.get_conversation(new.id, actor, Access.WRITER)
-        env = self._environments.resolve(environment, actor, Access.WRITER)
+            return self.get_conversation(new.id, actor, Role.WRITER)
+        env = self._environments.resolve(environment, actor, Role.WRITER)
         conv = Conversation(
             id=new_id("cnv_"),
             owner=actor.user_id,
@@ -144,7 +144,7 @@ class ExtractionService:
             metadata=new.metadata,
         )
         if not self.conversations.create_conversation(conv):  # created concurrently
-            return self.get_conversation(new.id or conv.id, actor, Access.WRITER)
+            return self.get_conversation(new.id or conv.id, actor, Role.WRITER)
         return conv
 
     def _append(
@@ -173,8 +173,8 @@ class ExtractionService:
         conversation_or_messages: ConversationInput | Sequence[NewMessage] | str,
         actor: Actor,
         environment: str | None = None,
-        dry_run: bool = False,
         *,
+        dry_run: bool = False,
         extractor: Extractor | None = None,
     ) -> ExtractionResult:
         """Propose memories from a conversation and (unless ``dry_run``) store them.
@@ -184,7 +184,7 @@ class ExtractionService:
         """
         source = conversation_or_messages
         if isinstance(source, str):
-            conv = self.get_conversation(source, actor, Access.READER if dry_run else Access.WRITER)
+            conv = self.get_conversation(source, actor, Role.READER if dry_run else Role.WRITER)
             state = self.conversations.extraction_state(conv.id)
             messages = self.conversations.messages(conv.id)
             return self._run(conv, state, messages, actor, dry_run, extractor=extractor)
@@ -245,7 +245,7 @@ class ExtractionService:
         conv = self.start(new, actor, environment)
         added = self._append(conv, messages, actor)
         state = self.conversations.extraction_state(conv.id)
-        assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
+        assistant = self.conversations.count_messages(conv.id, Speaker.ASSISTANT.value)
         name = getattr(self.extractor, "name", "rules")
         if assistant - state.assistant_messages < self.config.every:
             return ExtractionResult(
@@ -308,7 +308,7 @@ class ExtractionService:
         if dry_run:
             return result
         if assistant is None:
-            assistant = self.conversations.count_messages(conv.id, Role.ASSISTANT.value)
+            assistant = self.conversations.count_messages(conv.id, Speaker.ASSISTANT.value)
         new_state = ExtractionState(
             position=max(m.position for m in fresh), assistant_messages=assistant
         )
@@ -328,7 +328,7 @@ class ExtractionService:
         conv: Conversation,
         actor: Actor,
         messages: Sequence[Message] = (),
-    ) -> tuple[list[Outcome], str | None]:
+    ) -> tuple[list[ProposalOutcome], str | None]:
         if not proposals:
             return [], None
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
@@ -359,10 +359,10 @@ def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:
     ]
 
 
-def _outcome(index: int, decision: WriteOutcome) -> Outcome:
+def _outcome(index: int, decision: WriteOutcome) -> ProposalOutcome:
     """What the lifecycle did with proposal ``index``: the memory that now holds it, and the
     one it was merged into or superseded."""
-    return Outcome(
+    return ProposalOutcome(
         proposal=index,
         action=decision.action.value,
         memory_id=decision.memory.id,

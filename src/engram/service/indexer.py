@@ -5,11 +5,28 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 
+from engram.accounts import Scope
+from engram.actors import Actor
 from engram.embeddings.protocol import Embedder
+from engram.service.environments import require_scope
 from engram.store import EmbeddingUpdate, Store
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reembedded:
+    """What :meth:`Indexer.reembed` did."""
+
+    model_id: str
+    embedded: int
+    """Memories given a vector of ``model_id`` now."""
+    pruned: int
+    """Vectors of other models deleted (0 without ``prune``)."""
+    vectors: dict[str, int]
+    """The vectors stored per model id afterwards."""
 
 
 class Indexer:
@@ -48,6 +65,15 @@ class Indexer:
                 after = pending[-1].position
                 done += len(pending)
         return done
+
+    def reembed(self, actor: Actor, *, prune: bool = False) -> Reembedded:
+        """Embed every memory lacking a vector of the current model (e.g. after a model
+        change), then with ``prune`` delete the vectors of other models. The vectors serve the
+        whole server, so this needs the admin scope."""
+        require_scope(actor, Scope.ADMIN)
+        embedded = self.run_once()
+        pruned = self._store.prune_embeddings(self.model_id) if prune else 0
+        return Reembedded(self.model_id, embedded, pruned, self._store.embedding_stats())
 
     def notify(self) -> None:
         """Something was written: wake the worker."""

@@ -146,7 +146,7 @@ class LifecycleService:
         return out
 
     def resolve_review(
-        self, review_id: str, accept: bool, actor: Actor, note: str = ""
+        self, review_id: str, actor: Actor, *, accept: bool, note: str = ""
     ) -> ReviewItem:
         """Accept (the newer memory supersedes the older) or dismiss (both stay) an item."""
         item = self._store.reviews.get_review(review_id)

@@ -171,7 +171,9 @@ class MemoryService:
         self._commit(changes, actor)
         return [c.memory for c in changes]
 
-    def record_outcome(self, memory_id: str, success: bool, actor: Actor, note: str = "") -> Memory:
+    def record_outcome(
+        self, memory_id: str, actor: Actor, *, success: bool, note: str = ""
+    ) -> Memory:
         """Count a run of a procedure as a success or a failure."""
         memory = self._load([memory_id], actor, Role.WRITER)[0]
         if memory.procedure is None:

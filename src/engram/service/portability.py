@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from engram.accounts import Role as Access
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
@@ -56,7 +56,10 @@ class Extraction(Protocol):
     def conversations(self) -> ConversationStore: ...
 
     def extract(
-        self, conversation_or_messages: ConversationInput, actor: Actor, environment: str | None
+        self,
+        conversation_or_messages: ConversationInput,
+        actor: Actor,
+        environment: str | None = None,
     ) -> ExtractionResult: ...
 
 
@@ -101,7 +104,7 @@ class ImportService:
         self, bundle: Bundle, actor: Actor, environment: str | None = None, *, file: str = ""
     ) -> ImportPreview:
         """What committing ``bundle`` would store, and how much of it is already stored."""
-        target = self._envs.resolve(environment, actor, Access.WRITER)
+        target = self._envs.resolve(environment, actor, Role.WRITER)
         envs = self._known_envs(bundle, actor, target)
         dup = Counter[str]()
         for env_name, convs in _by_env(bundle.conversations).items():
@@ -154,7 +157,7 @@ class ImportService:
         names |= {m.environment for m in bundle.memories if m.environment}
         for name in sorted(n for n in names if n):
             try:
-                out[name] = self._envs.resolve(name, actor, Access.WRITER)
+                out[name] = self._envs.resolve(name, actor, Role.WRITER)
             except NotFound:
                 out[name] = None
         return out
@@ -171,7 +174,7 @@ class ImportService:
     ) -> ImportReport:
         """Store what ``bundle`` holds. Items an earlier import brought are skipped; the rest
         go through the lifecycle (memories) and extraction (conversations)."""
-        target = self._envs.resolve(environment, actor, Access.WRITER)
+        target = self._envs.resolve(environment, actor, Role.WRITER)
         tally = _Tally()
         envs = self._ensure_envs(bundle, actor, target, tally)
         total = len(bundle.memories) + bundle.message_count

@@ -7,15 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from engram.accounts import AuditEntry, Scope
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import NotFound
+from engram.errors import InvalidInput, NotFound
 from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.extraction.llm import LLMExtractor
-from engram.extraction.providers import LLMClient, ProviderConfig, ProviderKind, client_for
+from engram.extraction.providers import (
+    LLMClient,
+    ProviderConfig,
+    ProviderInfo,
+    ProviderKind,
+    ProviderSettings,
+    client_for,
+)
 from engram.service.audit import AuditLog
 from engram.service.environments import require_scope
 from engram.store import Store
@@ -23,7 +30,12 @@ from engram.store.providers import ProviderRecord, ProviderStore
 
 
 class ProviderService:
-    def __init__(self, store: ProviderStore, keys: KeyBox, clock: Clock, audit: AuditLog) -> None:
+    """Managing providers (``add``, ``remove``, ``describe``) needs the admin scope; ``keys``
+    is None for an Engram without a data directory, which then refuses providers with a key."""
+
+    def __init__(
+        self, store: ProviderStore, keys: KeyBox | None, clock: Clock, audit: AuditLog
+    ) -> None:
         self._store = store
         self._keys = keys
         self._clock = clock
@@ -34,6 +46,10 @@ class ProviderService:
         require_scope(actor, Scope.ADMIN)
         secret = None
         if config.api_key is not None:
+            if self._keys is None:
+                raise InvalidInput(
+                    "this Engram has no data directory to keep provider keys in", field="api_key"
+                )
             secret = self._keys.encrypt(config.api_key.get_secret_value(), config.name)
         self._store.put_provider(
             ProviderRecord(
@@ -57,7 +73,7 @@ class ProviderService:
         if record is None:
             raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
         key = None
-        if record.encrypted_key is not None:
+        if record.encrypted_key is not None and self._keys is not None:
             key = SecretStr(self._keys.decrypt(record.encrypted_key, record.name))
         return ProviderConfig(
             name=record.name,
@@ -68,13 +84,32 @@ class ProviderService:
             timeout=record.timeout,
         )
 
-    def list(self) -> list[str]:
+    def names(self) -> list[str]:
         return [r.name for r in self._store.list_providers()]
 
-    def remove(self, name: str, actor: Actor) -> None:
+    def describe(self, actor: Actor) -> list[ProviderInfo]:
+        """Every configured provider, without its key (admin scope)."""
         require_scope(actor, Scope.ADMIN)
+        return [ProviderInfo.of(self.get(name)) for name in self.names()]
+
+    def set(self, name: str, settings: ProviderSettings, actor: Actor) -> ProviderInfo:
+        """Configure (or replace) the provider ``name`` (admin scope); audited."""
+        require_scope(actor, Scope.ADMIN)
+        try:
+            config = settings.config(name)
+        except ValidationError as exc:
+            raise InvalidInput(
+                "a provider name is 1-64 lowercase letters, digits, '_', '.', '-'", field="name"
+            ) from exc
+        return ProviderInfo.of(self.add(config, actor))
+
+    def remove(self, name: str, actor: Actor) -> ProviderInfo:
+        """Forget a provider and its key (admin scope); audited. Returns what it was."""
+        require_scope(actor, Scope.ADMIN)
+        removed = ProviderInfo.of(self.get(name))
         if not self._store.delete_provider(name, [self._entry(actor, "provider.remove", name)]):
             raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
+        return removed
 
     def client(self, name: str) -> LLMClient:
         return client_for(self.get(name))
@@ -84,6 +119,7 @@ class ProviderService:
 
 
 def open_providers(store: Store, home: Path, clock: Clock) -> ProviderService:
-    """The providers of ``store``, with the key file in the data directory ``home``."""
+    """The providers of ``store``, with the key file in the data directory ``home`` (what
+    ``Engram.open`` gives as ``Engram.providers``)."""
     keys = KeyBox(Path(home) / KEY_FILE)
     return ProviderService(store.providers, keys, clock, AuditLog(store, clock))

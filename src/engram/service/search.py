@@ -19,6 +19,7 @@ from engram.clock import Clock
 from engram.embeddings.protocol import Embedder
 from engram.errors import InvalidInput
 from engram.extraction.turns import source_ids
+from engram.limits import MAX_QUERY_CHARS, MAX_SEARCH_RESULTS
 from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.retrieval.coverage import coverage
 from engram.retrieval.fusion import Fused, calibrated, fuse
@@ -30,9 +31,6 @@ from engram.service.environments import EnvironmentService
 from engram.store import Store
 from engram.store.protocol import Hit, Vector
 from engram.text import content_words
-
-MAX_LIMIT = 200
-MAX_QUERY_CHARS = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +75,8 @@ class SearchService:
 
     def search(
         self,
-        actor: Actor,
         query: str,
+        actor: Actor,
         *,
         environment: str | None = None,
         mode: SearchMode = SearchMode.HYBRID,
@@ -130,8 +128,8 @@ class SearchService:
         return self.materialize(self.score(query, flt, mode=mode, k=k, keyword=keyword)[:limit])
 
     def _check(self, query: str, mode: SearchMode, limit: int) -> None:
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        if not 1 <= limit <= MAX_SEARCH_RESULTS:
+            raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_RESULTS}, got {limit}")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInput(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
         if mode is SearchMode.SEMANTIC and self._embedder is None:

@@ -114,7 +114,7 @@ class SoulService:
             blocks=effective(top, overrides),
         )
 
-    def get_block(self, actor: Actor, name: str, environment: str | None = None) -> EffectiveBlock:
+    def get_block(self, name: str, actor: Actor, environment: str | None = None) -> EffectiveBlock:
         view = self.view(actor, environment)
         block = view.block(name.strip().lower())
         if block is None:
@@ -131,10 +131,33 @@ class SoulService:
         return render(self.view(actor, environment).blocks, max_tokens)
 
     # -- edits -------------------------------------------------------------------------------
+    def edit_start(
+        self,
+        name: str,
+        actor: Actor,
+        environment: str | None = None,
+        *,
+        mode: OverrideMode | None = None,
+    ) -> str:
+        """The text an edit of block ``name`` in one layer starts from: in the global layer its
+        own text ("" if it has none yet); in an environment the override's text, or, when the
+        block inherits there, the effective text to replace ("" to extend it with ``mode``
+        extend)."""
+        if environment is None:
+            start = self.get_block(name, actor, None)
+            own = next((b for b in self.layer(actor) if b.name == start.name), None)
+            return own.text if own else ""
+        stored = {b.name: b for b in self.layer(actor, environment)}
+        effective_block = self.get_block(name, actor, environment)
+        override = stored.get(effective_block.name)
+        if override is not None and override.mode is not OverrideMode.INHERIT:
+            return override.text
+        return "" if mode is OverrideMode.EXTEND else effective_block.text
+
     def set_block(
         self,
-        actor: Actor,
         name: str,
+        actor: Actor,
         text: str | None = None,
         *,
         environment: str | None = None,
@@ -235,8 +258,8 @@ class SoulService:
     # -- versions ----------------------------------------------------------------------------
     def history(
         self,
-        actor: Actor,
         name: str,
+        actor: Actor,
         environment: str | None = None,
         scope: Scope = Scope.READ,
     ) -> list[SoulBlockVersion]:
@@ -247,15 +270,15 @@ class SoulService:
 
     def diff(
         self,
-        actor: Actor,
         name: str,
+        actor: Actor,
         from_version: int | None = None,
         to_version: int | None = None,
         environment: str | None = None,
     ) -> str:
         """A unified diff of one block between two versions (default: the latest and the one
         before it). Version 0 is the empty block before the first edit."""
-        versions = self.history(actor, name, environment)
+        versions = self.history(name, actor, environment)
         if not versions:
             raise NotFound(f"block {name!r} has no versions yet", name=name)
         latest = versions[-1].version
@@ -272,15 +295,15 @@ class SoulService:
 
     def restore_block(
         self,
-        actor: Actor,
         name: str,
         version: int,
+        actor: Actor,
         environment: str | None = None,
         reason: str = "",
     ) -> SoulBlock:
         """Bring back one block's state at ``version`` as a new version, after an automatic
         snapshot of the layer."""
-        versions = self.history(actor, name, environment, Scope.WRITE)
+        versions = self.history(name, actor, environment, Scope.WRITE)
         target = next((v.state for v in versions if v.version == version), None)
         if target is None:
             have = f"1-{versions[-1].version}" if versions else "none"
@@ -334,7 +357,7 @@ class SoulService:
         return self._store.soul.snapshots(actor.user_id, self._layer_id(environment, actor))
 
     def get_snapshot(
-        self, actor: Actor, snapshot_id: str, scope: Scope = Scope.READ
+        self, snapshot_id: str, actor: Actor, scope: Scope = Scope.READ
     ) -> SoulSnapshot:
         require_scope(actor, scope)
         snap = self._store.soul.get_snapshot(actor.user_id, snapshot_id)
@@ -342,22 +365,22 @@ class SoulService:
             raise NotFound(f"snapshot {snapshot_id!r} does not exist", snapshot_id=snapshot_id)
         return snap
 
-    def diff_snapshot(self, actor: Actor, snapshot_id: str, other_id: str | None = None) -> str:
+    def diff_snapshot(self, snapshot_id: str, actor: Actor, other_id: str | None = None) -> str:
         """A unified diff of a layer between a snapshot and now (or another snapshot)."""
-        snap = self.get_snapshot(actor, snapshot_id)
+        snap = self.get_snapshot(snapshot_id, actor)
         if other_id is None:
             after = self._store.soul.blocks(actor.user_id, [snap.environment_id])
             label = "current"
         else:
-            other = self.get_snapshot(actor, other_id)
+            other = self.get_snapshot(other_id, actor)
             after, label = other.blocks, other.id
         return unified_diff(layer_lines(snap.blocks), layer_lines(after), snap.id, label)
 
-    def restore_snapshot(self, actor: Actor, snapshot_id: str, reason: str = "") -> SoulUpdate:
+    def restore_snapshot(self, snapshot_id: str, actor: Actor, reason: str = "") -> SoulUpdate:
         """Return a layer to a snapshot: each block that differs gets a new version with its
         state then (blocks added since go back to empty / inherited). The layer's state just
         before is snapshotted automatically."""
-        snap = self.get_snapshot(actor, snapshot_id, Scope.WRITE)
+        snap = self.get_snapshot(snapshot_id, actor, Scope.WRITE)
         backup = self._snapshot_of(
             actor, snap.environment_id, SnapshotKind.AUTO, f"before restoring {snap.id}"
         )
@@ -378,7 +401,7 @@ class SoulService:
     def presets(self) -> list[Preset]:
         return list(PRESETS.values())
 
-    def apply_preset(self, actor: Actor, preset: str, environment: str | None = None) -> SoulUpdate:
+    def apply_preset(self, preset: str, actor: Actor, environment: str | None = None) -> SoulUpdate:
         """Fill the preset's blocks with its text, each as a new version, after an automatic
         snapshot of the layer (the previous text stays in the history)."""
         require_scope(actor, Scope.WRITE)

@@ -19,7 +19,7 @@ from engram.lifecycle.claims import lookup_terms
 from engram.lifecycle.decide import Decision, Move, decide
 from engram.lifecycle.dedup import Candidate, jaccard, word_set
 from engram.lifecycle.index import CandidateIndex
-from engram.lifecycle.report import Outcome, WriteOutcome
+from engram.lifecycle.report import WriteAction, WriteOutcome
 from engram.models import Action, Layer, Memory, NewMemory, Status
 from engram.scrub import Scrubber, scrub_value
 from engram.service.fact_index import FactIndexes
@@ -77,7 +77,9 @@ class WritePath:
                 if i not in row_of:
                     batch.add([changes.record(memory, Action.CREATE, actor, "")])
                     outcomes.append(
-                        WriteOutcome(action=Outcome.CREATED, memory=memory, redactions=redactions)
+                        WriteOutcome(
+                            action=WriteAction.CREATED, memory=memory, redactions=redactions
+                        )
                     )
                     continue
                 row = row_of[i]
@@ -163,7 +165,7 @@ class WritePath:
             group = [created, *changes.merge(memory, target, decision.reason, actor, now, cfg)]
             batch.add(group)
             return WriteOutcome(
-                action=Outcome.MERGED,
+                action=WriteAction.MERGED,
                 memory=group[-1].memory,
                 absorbed_into=target.id,
                 merged_record=memory.id,
@@ -187,7 +189,7 @@ class WritePath:
             )
             batch.embedded.append((memory, row))
             return WriteOutcome(
-                action=Outcome.SUPERSEDED,
+                action=WriteAction.SUPERSEDED,
                 memory=memory,
                 superseded=target.id,
                 reason=decision.reason,
@@ -198,9 +200,12 @@ class WritePath:
         if decision.move is Move.REVIEW and target is not None:
             batch.reviews.append((at, memory, target, decision))
             return WriteOutcome(
-                action=Outcome.QUEUED, memory=memory, reason=decision.reason, redactions=redactions
+                action=WriteAction.QUEUED,
+                memory=memory,
+                reason=decision.reason,
+                redactions=redactions,
             )
-        return WriteOutcome(action=Outcome.CREATED, memory=memory, redactions=redactions)
+        return WriteOutcome(action=WriteAction.CREATED, memory=memory, redactions=redactions)
 
 
 def _checked(new: NewMemory) -> bool:

@@ -62,14 +62,18 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-class RowMapper:
-    """Rows to value objects for one dialect; ``time`` decodes a non-null timestamp column."""
+class TimedRows:
+    """The base of a dialect's row mappers: ``time`` decodes a non-null timestamp column."""
 
     def __init__(self, time: Callable[[Any], datetime]) -> None:
         self._time = time
 
     def _maybe_time(self, value: Any) -> datetime | None:
         return None if value is None else self._time(value)
+
+
+class RowMapper(TimedRows):
+    """Rows to value objects for one dialect."""
 
     def memory(self, row: Sequence[Any]) -> Memory:
         """A Memory from a row in ``MEMORY_FIELDS`` order (``details`` as the layer's JSON

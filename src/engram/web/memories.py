@@ -51,7 +51,7 @@ def browse(
     found = page = None
     if q.strip():
         found = viewer.engram.search.search(
-            viewer.actor, q, environment=env, mode=mode, flt=flt, limit=PAGE
+            q, viewer.actor, environment=env, mode=mode, flt=flt, limit=PAGE
         )
     else:
         page = viewer.engram.memories.list_memories(

@@ -41,5 +41,7 @@ def resolve(
     """``accept``: the newer fact supersedes the older; ``dismiss``: both stay."""
     if decision not in ("accept", "dismiss"):
         raise NotFound(f"no such decision {decision!r}: accept or dismiss")
-    viewer.engram.lifecycle.resolve_review(review_id, decision == "accept", viewer.actor, note)
+    viewer.engram.lifecycle.resolve_review(
+        review_id, viewer.actor, accept=decision == "accept", note=note
+    )
     return redirect("/reviews", note=f"{decision}ed")

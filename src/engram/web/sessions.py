@@ -20,7 +20,7 @@ def sessions(
 ) -> HTMLResponse:
     capture = viewer.engram.capture
     env = viewer.environment.id
-    found = capture.search(viewer.actor, q, env, limit=50) if q.strip() else None
+    found = capture.search(q, viewer.actor, env, limit=50) if q.strip() else None
     listed = capture.list_sessions(viewer.actor, env, limit=100)
     return render(request, viewer, "sessions.html", sessions=listed, found=found, q=q)
 
@@ -34,14 +34,14 @@ def session(
     note: Annotated[str, Query(max_length=100)] = "",
 ) -> HTMLResponse:
     capture = viewer.engram.capture
-    found = capture.get_session(viewer.actor, session_id)
+    found = capture.get_session(session_id, viewer.actor)
     episode = None
     if found.episode_id:
         try:
             episode = viewer.engram.memories.get(found.episode_id, viewer.actor)
         except NotFound:
             episode = None
-    observations = capture.observations(viewer.actor, session_id, limit=500, after=after)
+    observations = capture.observations(session_id, viewer.actor, limit=500, after=after)
     return render(
         request,
         viewer,
@@ -56,5 +56,5 @@ def session(
 @router.post("/sessions/{session_id}/summarize")
 def summarize(viewer: Posted, session_id: str) -> RedirectResponse:
     """Write or refresh the session's episode now (a write: the writer role)."""
-    viewer.engram.capture.summarize(viewer.actor, session_id)
+    viewer.engram.capture.summarize(session_id, viewer.actor)
     return redirect(f"/sessions/{session_id}", note="summarized")

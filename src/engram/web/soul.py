@@ -41,7 +41,7 @@ def soul(
         snapshots=list(reversed(engram.soul.snapshots(actor, env))),
         presets=engram.soul.presets(),
         diff_of=diff,
-        diff=engram.soul.diff_snapshot(actor, diff) if diff else "",
+        diff=engram.soul.diff_snapshot(diff, actor) if diff else "",
         modes=[m.value for m in OverrideMode],
         note=note,
     )
@@ -58,8 +58,8 @@ def edit_block(
     layer: Annotated[Layer, Form()] = "global",
 ) -> RedirectResponse:
     viewer.engram.soul.set_block(
-        viewer.actor,
         name,
+        viewer.actor,
         text,
         environment=_env(viewer, layer),
         mode=mode or None,
@@ -85,7 +85,7 @@ def restore_snapshot(
     viewer: Posted, snapshot_id: str, layer: Annotated[Layer, Form()] = "global"
 ) -> RedirectResponse:
     """Every block back to the snapshot (the state just before is snapshotted first)."""
-    update = viewer.engram.soul.restore_snapshot(viewer.actor, snapshot_id)
+    update = viewer.engram.soul.restore_snapshot(snapshot_id, viewer.actor)
     return redirect("/soul", layer=layer, note=f"restored {len(update.changed)} block(s)")
 
 
@@ -93,5 +93,5 @@ def restore_snapshot(
 def apply_preset(
     viewer: Posted, preset: str, layer: Annotated[Layer, Form()] = "global"
 ) -> RedirectResponse:
-    viewer.engram.soul.apply_preset(viewer.actor, preset, _env(viewer, layer))
+    viewer.engram.soul.apply_preset(preset, viewer.actor, _env(viewer, layer))
     return redirect("/soul", layer=layer, note=f"applied {preset}")

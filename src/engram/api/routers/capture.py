@@ -150,7 +150,7 @@ def list_sessions(
 
 @router.get("/sessions/{session_id}", summary="One captured session")
 def get_session(session_id: str, engram: EngramDep, actor: ActorDep) -> CapturedSession:
-    return engram.capture.get_session(actor, session_id)
+    return engram.capture.get_session(session_id, actor)
 
 
 @router.get("/sessions/{session_id}/observations", summary="A session's observations, in order")
@@ -161,7 +161,7 @@ def observations(
     after: Annotated[int, Query(ge=0, description="Continue after this seq")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[Observation]:
-    return engram.capture.observations(actor, session_id, limit=limit, after=after)
+    return engram.capture.observations(session_id, actor, limit=limit, after=after)
 
 
 @router.post(
@@ -170,7 +170,7 @@ def observations(
     "and after an idle timeout)",
 )
 def summarize(session_id: str, engram: EngramDep, actor: ActorDep) -> Memory | None:
-    return engram.capture.summarize(actor, session_id)
+    return engram.capture.summarize(session_id, actor)
 
 
 @router.get("/search", summary="Captured observations matching the words of a query")
@@ -181,4 +181,4 @@ def search(
     environment: Annotated[str | None, Query(description="Name or id; default: yours")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
 ) -> list[Observation]:
-    return engram.capture.search(actor, q, environment, limit=limit)
+    return engram.capture.search(q, actor, environment, limit=limit)

@@ -52,7 +52,7 @@ class ReextractIn(InputModel):
 
 @router.post("/extract", summary="Store a conversation and the memories proposed from it")
 def extract(body: ExtractIn, engram: EngramDep, actor: ActorDep) -> ExtractionResult:
-    return engram.extraction.extract(body, actor, body.environment, body.dry_run)
+    return engram.extraction.extract(body, actor, body.environment, dry_run=body.dry_run)
 
 
 @router.get("/conversations/{conversation_id}", summary="A stored conversation")

@@ -15,7 +15,9 @@ def success(
     memory_id: str, engram: EngramDep, actor: ActorDep, body: OutcomeBody | None = None
 ) -> Memory:
     check_layer(engram, [memory_id], Layer.PROCEDURE, actor)
-    return engram.memories.record_outcome(memory_id, True, actor, body.note if body else "")
+    return engram.memories.record_outcome(
+        memory_id, actor, success=True, note=body.note if body else ""
+    )
 
 
 @router.post("/{memory_id}/failure", summary="Count a failed run")
@@ -23,4 +25,6 @@ def failure(
     memory_id: str, engram: EngramDep, actor: ActorDep, body: OutcomeBody | None = None
 ) -> Memory:
     check_layer(engram, [memory_id], Layer.PROCEDURE, actor)
-    return engram.memories.record_outcome(memory_id, False, actor, body.note if body else "")
+    return engram.memories.record_outcome(
+        memory_id, actor, success=False, note=body.note if body else ""
+    )

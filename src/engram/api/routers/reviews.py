@@ -36,9 +36,9 @@ def list_(
 
 @router.post("/{review_id}/accept", summary="Accept: the newer fact supersedes the older")
 def accept(review_id: str, body: ResolveIn, engram: EngramDep, actor: ActorDep) -> ReviewItem:
-    return engram.lifecycle.resolve_review(review_id, True, actor, body.note)
+    return engram.lifecycle.resolve_review(review_id, actor, accept=True, note=body.note)
 
 
 @router.post("/{review_id}/dismiss", summary="Dismiss: both facts stay")
 def dismiss(review_id: str, body: ResolveIn, engram: EngramDep, actor: ActorDep) -> ReviewItem:
-    return engram.lifecycle.resolve_review(review_id, False, actor, body.note)
+    return engram.lifecycle.resolve_review(review_id, actor, accept=False, note=body.note)

@@ -7,7 +7,7 @@ from pydantic import Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.schemas import FilterValues
-from engram.limits import MAX_QUERY_CHARS, InputModel, StrictInt, Timestamp
+from engram.limits import MAX_QUERY_CHARS, MAX_SEARCH_RESULTS, InputModel, StrictInt, Timestamp
 from engram.models import Layer, MemoryFilter, Status
 from engram.retrieval.models import SearchMode, SearchResult
 
@@ -15,7 +15,10 @@ router = APIRouter(tags=["search"])
 
 
 class SearchIn(InputModel):
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query: str = Field(
+        max_length=MAX_QUERY_CHARS,
+        description="Empty: the most important and recently used memories (a brief)",
+    )
     environment: str | None = Field(default=None, max_length=200)
     mode: SearchMode = SearchMode.HYBRID
     layers: list[Layer] = Field(default_factory=list, max_length=len(Layer))
@@ -27,7 +30,7 @@ class SearchIn(InputModel):
     )
     created_before: Timestamp | None = None
     include_superseded: StrictBool = False
-    limit: StrictInt = Field(default=10, ge=1, le=100)
+    limit: StrictInt = Field(default=10, ge=1, le=MAX_SEARCH_RESULTS)
 
 
 @router.post("", summary="Search one environment; each result carries its score breakdown")
@@ -41,8 +44,8 @@ def search(body: SearchIn, engram: EngramDep, actor: ActorDep) -> SearchResult:
         created_before=body.created_before,
     )
     return engram.search.search(
-        actor,
         body.query,
+        actor,
         environment=body.environment,
         mode=body.mode,
         flt=flt,

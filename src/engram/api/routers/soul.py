@@ -107,7 +107,7 @@ def apply_preset(
     actor: ActorDep,
     environment: LayerRef = None,
 ) -> SoulUpdate:
-    return engram.soul.apply_preset(actor, preset, environment)
+    return engram.soul.apply_preset(preset, actor, environment)
 
 
 @router.get("/snapshots", summary="One layer's snapshots, oldest first")
@@ -126,7 +126,7 @@ def snapshot(
 
 @router.get("/snapshots/{snapshot_id}", summary="A snapshot and every block it recorded")
 def get_snapshot(snapshot_id: str, engram: EngramDep, actor: ActorDep) -> SoulSnapshot:
-    return engram.soul.get_snapshot(actor, snapshot_id)
+    return engram.soul.get_snapshot(snapshot_id, actor)
 
 
 @router.get("/snapshots/{snapshot_id}/diff", summary="A snapshot against now (or another one)")
@@ -136,21 +136,21 @@ def diff_snapshot(
     actor: ActorDep,
     other: Annotated[str | None, Query(description="Another snapshot's id")] = None,
 ) -> SoulDiff:
-    return SoulDiff(diff=engram.soul.diff_snapshot(actor, snapshot_id, other))
+    return SoulDiff(diff=engram.soul.diff_snapshot(snapshot_id, actor, other))
 
 
 @router.post("/snapshots/{snapshot_id}/restore", summary="Return the layer to a snapshot")
 def restore_snapshot(
     snapshot_id: str, body: SnapshotRestoreIn, engram: EngramDep, actor: ActorDep
 ) -> SoulUpdate:
-    return engram.soul.restore_snapshot(actor, snapshot_id, body.reason)
+    return engram.soul.restore_snapshot(snapshot_id, actor, body.reason)
 
 
 @router.get("/blocks/{name}", summary="One block as the environment sees it")
 def get_block(
     name: str, engram: EngramDep, actor: ActorDep, environment: Seen = None
 ) -> EffectiveBlock:
-    return engram.soul.get_block(actor, name, environment)
+    return engram.soul.get_block(name, actor, environment)
 
 
 @router.put("/blocks/{name}", summary="Change a block in one layer (a new version)")
@@ -162,8 +162,8 @@ def set_block(
     environment: LayerRef = None,
 ) -> SoulBlock:
     return engram.soul.set_block(
-        actor,
         name,
+        actor,
         body.text,
         environment=environment,
         mode=body.mode,
@@ -178,7 +178,7 @@ def set_block(
 def history(
     name: str, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
 ) -> list[SoulBlockVersion]:
-    return engram.soul.history(actor, name, environment)
+    return engram.soul.history(name, actor, environment)
 
 
 @router.get("/blocks/{name}/diff", summary="A block between two versions (default: the last two)")
@@ -190,7 +190,7 @@ def diff(
     to_version: Annotated[int | None, Query(ge=0, le=1_000_000)] = None,
     environment: LayerRef = None,
 ) -> SoulDiff:
-    found = engram.soul.diff(actor, name, from_version, to_version, environment)
+    found = engram.soul.diff(name, actor, from_version, to_version, environment)
     return SoulDiff(diff=found)
 
 
@@ -202,4 +202,4 @@ def restore_block(
     actor: ActorDep,
     environment: LayerRef = None,
 ) -> SoulBlock:
-    return engram.soul.restore_block(actor, name, body.version, environment, body.reason)
+    return engram.soul.restore_block(name, body.version, actor, environment, body.reason)

@@ -15,6 +15,7 @@ from engram.mcp.tools import (
     lifecycle,
     memories,
     profile,
+    providers,
     sessions,
     soul,
 )
@@ -29,6 +30,7 @@ MODULES = (
     extraction,
     sessions,
     profile,
+    providers,
 )
 
 

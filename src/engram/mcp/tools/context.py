@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from pydantic import Field
 
+from engram.limits import MAX_QUERY_CHARS, MAX_SEARCH_RESULTS
 from engram.mcp.binding import Binding
 from engram.mcp.tools import _compact
 from engram.mcp.tools._common import READ, Environment, tool
@@ -14,7 +15,13 @@ from engram.models import Layer, MemoryFilter
 from engram.retrieval.models import AssembledContext, SearchMode
 
 MaxTokens = Annotated[int, Field(ge=64, le=200_000, description="Token budget of the block.")]
-Query = Annotated[str, Field(description="What the task is about; empty for a general brief.")]
+Query = Annotated[
+    str,
+    Field(
+        max_length=MAX_QUERY_CHARS,
+        description="What the task is about; empty for a general brief.",
+    ),
+]
 Details = Annotated[
     bool, Field(description="Also return every item in full with its score breakdown.")
 ]
@@ -23,11 +30,18 @@ Details = Annotated[
 def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Recall memories", READ)
     def recall(
-        query: Annotated[str, Field(description="Natural language: what you need to know.")],
+        query: Annotated[
+            str,
+            Field(
+                max_length=MAX_QUERY_CHARS,
+                description="Natural language: what you need to know (empty: the most "
+                "important and recently used memories).",
+            ),
+        ],
         layer: Annotated[Layer | None, Field(description="fact, episode or procedure.")] = None,
         category: str | None = None,
         tags: Annotated[list[str] | None, Field(description="Memories carrying all.")] = None,
-        limit: Annotated[int, Field(ge=1, le=200)] = 10,
+        limit: Annotated[int, Field(ge=1, le=MAX_SEARCH_RESULTS)] = 10,
         mode: SearchMode = SearchMode.HYBRID,
         include_superseded: bool = False,
         details: Details = False,
@@ -45,8 +59,8 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             tags=tags or [],
         )
         found = b.engram.search.search(
-            b.current_actor(),
             query,
+            b.current_actor(),
             environment=b.env(environment),
             mode=mode,
             flt=flt,

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from pydantic import Field
 
+from engram.limits import MAX_QUERY_CHARS
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import READ, WRITE, Environment, MemoryId, tool
 from engram.models import (
@@ -21,7 +22,7 @@ from engram.models import (
 )
 from engram.retrieval.models import SearchResult
 
-Query = Annotated[str, Field(description="What to look for.")]
+Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="What to look for.")]
 Limit = Annotated[int, Field(ge=1, le=50)]
 Tags = Annotated[list[str] | None, Field(description="Short lowercase labels.")]
 Importance = Annotated[float, Field(ge=0, le=1)]
@@ -30,8 +31,8 @@ Importance = Annotated[float, Field(ge=0, le=1)]
 def register(server: MCPServer[Any], b: Binding) -> None:
     def search(query: str, layer: Layer, limit: int, environment: str | None) -> SearchResult:
         return b.engram.search.search(
-            b.current_actor(),
             query,
+            b.current_actor(),
             environment=b.env(environment),
             flt=MemoryFilter(layers=[layer]),
             limit=limit,
@@ -111,7 +112,9 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     ) -> Memory:
         """After following a procedure, report whether it worked; the success and failure
         counts rank procedures and show which ones to trust."""
-        return b.engram.memories.record_outcome(memory_id, success, b.current_actor(), note)
+        return b.engram.memories.record_outcome(
+            memory_id, b.current_actor(), success=success, note=note
+        )
 
     @tool(server, "Search procedures", READ)
     def search_procedures(

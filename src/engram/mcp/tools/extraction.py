@@ -27,5 +27,5 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         through the same dedup and contradiction rules as remember. Use dry_run to see the
         proposals first."""
         return b.engram.extraction.extract(
-            list(messages), b.current_actor(), b.env(environment), dry_run
+            list(messages), b.current_actor(), b.env(environment), dry_run=dry_run
         )

@@ -92,7 +92,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         """What was captured in one session, in order: prompts, tool results (commands, files,
         excerpts of output, failures), the agent's last messages. Secrets were removed."""
         actor = b.current_actor()
-        found = b.engram.capture.observations(actor, session, limit=limit, after=after)
+        found = b.engram.capture.observations(session, actor, limit=limit, after=after)
         return Observations(observations=[_observation(o) for o in found])
 
     @tool(server, "Search captured observations", READ)
@@ -104,5 +104,5 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         """Find the prompts, commands and tool output of past sessions that match the words of
         a query (for details the session summaries leave out)."""
         actor = b.current_actor()
-        hits = b.engram.capture.search(actor, query, b.env(environment), limit=limit)
+        hits = b.engram.capture.search(query, actor, b.env(environment), limit=limit)
         return Observations(observations=[_observation(o) for o in hits])

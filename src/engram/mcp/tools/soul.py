@@ -39,7 +39,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         view = b.engram.soul.view(actor, b.env(environment))
         if block is None:
             return view
-        one = b.engram.soul.get_block(actor, block, b.env(environment))
+        one = b.engram.soul.get_block(block, actor, b.env(environment))
         return view.model_copy(update={"blocks": [one]})
 
     @tool(server, "Update a Soul block", UPDATE)
@@ -63,8 +63,8 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         when the user states a lasting preference about how you should behave, or when the
         current focus of the work changes (block current_focus)."""
         return b.engram.soul.set_block(
-            b.current_actor(),
             block,
+            b.current_actor(),
             text,
             environment=environment,
             mode=mode,
@@ -81,7 +81,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     ) -> SoulUpdate:
         """Fill the style blocks from a preset; a snapshot is taken first, so it can be undone
         with soul_restore."""
-        return b.engram.soul.apply_preset(b.current_actor(), preset, environment)
+        return b.engram.soul.apply_preset(preset, b.current_actor(), environment)
 
     @tool(server, "Snapshot the Soul", WRITE)
     def soul_snapshot(label: str = "", environment: Layer = None) -> SoulSnapshot:
@@ -99,11 +99,11 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         earlier version (block + version). The current state is kept as new versions."""
         actor = b.current_actor()
         if snapshot_id is not None:
-            update = b.engram.soul.restore_snapshot(actor, snapshot_id)
+            update = b.engram.soul.restore_snapshot(snapshot_id, actor)
             return SoulRestored(
                 restored="snapshot", changed=update.changed, backup_snapshot_id=update.backup.id
             )
         if block is None or version is None:
             raise InvalidInput("give snapshot_id, or block and version")
-        restored = b.engram.soul.restore_block(actor, block, version, environment)
+        restored = b.engram.soul.restore_block(block, version, actor, environment)
         return SoulRestored(restored="block", changed=[restored])

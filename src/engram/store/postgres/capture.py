@@ -3,25 +3,25 @@ through a generated ``tsvector`` with a GIN index."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from engram.store.capture import CapturedSession, Observation, SessionTouch
+from engram.store.capture_columns import (
+    OBSERVATION_COLUMNS,
+    OBSERVATION_WRITE_FIELDS,
+    SESSION_COLUMNS,
+    SESSION_WRITE_FIELDS,
+    CaptureRows,
+    observation_values,
+    session_values,
+)
 from engram.store.postgres.db import PostgresDatabase
 
-_SESSION_COLS = (
-    "id, environment_id, agent, session_id, cwd, started_at, last_event_at, events, ended_at, "
-    "episode_id, summarized_at, title"
-)
-_OBS_COLS = (
-    "key, session, environment_id, agent, kind, at, hook, text, tool, command, files, output, "
-    "failed, detail, seq"
-)
 _UPSERT_SESSION = (
-    "INSERT INTO capture_sessions AS s (id, environment_id, agent, session_id, cwd, title, "
-    "started_at, last_event_at, ended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    f"INSERT INTO capture_sessions AS s ({', '.join(SESSION_WRITE_FIELDS)}) "
+    f"VALUES ({', '.join(['%s'] * len(SESSION_WRITE_FIELDS))}) "
     "ON CONFLICT (id) DO UPDATE SET started_at = least(s.started_at, excluded.started_at), "
     "last_event_at = greatest(s.last_event_at, excluded.last_event_at), "
     "ended_at = coalesce(excluded.ended_at, s.ended_at), "
@@ -29,8 +29,7 @@ _UPSERT_SESSION = (
     "title = CASE WHEN s.title = '' THEN excluded.title ELSE s.title END"
 )
 _INSERT_OBS = (
-    "INSERT INTO capture_observations (key, session, environment_id, agent, kind, at, hook, "
-    "text, tool, command, files, output, failed, detail) "
+    f"INSERT INTO capture_observations ({', '.join(OBSERVATION_WRITE_FIELDS)}) "
     "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
     "%s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
     "%s::text[], %s::boolean[], %s::text[]) "
@@ -38,28 +37,12 @@ _INSERT_OBS = (
 )
 
 
-def _session(row: Sequence[Any]) -> CapturedSession:
-    return CapturedSession(*row)
+ROWS = CaptureRows(time=lambda value: value)
+"""Capture rows to value objects: psycopg returns timestamps as aware UTC datetimes."""
 
 
-def _observation(row: Sequence[Any]) -> Observation:
-    return Observation(
-        key=row[0],
-        session=row[1],
-        environment_id=row[2],
-        agent=row[3],
-        kind=row[4],
-        at=row[5],
-        hook=row[6],
-        text=row[7],
-        tool=row[8],
-        command=row[9],
-        files=tuple(json.loads(row[10])),
-        output=row[11],
-        failed=row[12],
-        detail=row[13],
-        seq=row[14],
-    )
+def _aware(value: datetime) -> datetime:
+    return value
 
 
 class PostgresCaptureStore:
@@ -74,28 +57,11 @@ class PostgresCaptureStore:
         with self._db.tx() as conn:
             # a fixed order: two batches touching the same sessions cannot deadlock
             for s in sorted(sessions, key=lambda s: s.id):
-                conn.execute(
-                    _UPSERT_SESSION,
-                    (
-                        s.id,
-                        s.environment_id,
-                        s.agent,
-                        s.session_id,
-                        s.cwd,
-                        s.title,
-                        s.first_at,
-                        s.last_at,
-                        s.ended_at,
-                    ),
-                )
+                conn.execute(_UPSERT_SESSION, session_values(s, _aware))
             if not observations:
                 return []
-            columns: list[list[Any]] = [[] for _ in range(14)]
-            for o in observations:
-                head = (o.key, o.session, o.environment_id, o.agent, o.kind, o.at, o.hook, o.text)
-                tail = (o.tool, o.command, json.dumps(list(o.files)), o.output, o.failed, o.detail)
-                for i, v in enumerate((*head, *tail)):
-                    columns[i].append(v)
+            values = [observation_values(o, _aware) for o in observations]
+            columns = [list(c) for c in zip(*values, strict=True)]  # one array per column
             rows = conn.execute(_INSERT_OBS, columns).fetchall()
             counts: dict[str, int] = {}
             for _, session in rows:
@@ -109,14 +75,14 @@ class PostgresCaptureStore:
     def get_session(self, session_id: str) -> CapturedSession | None:
         with self._db.reader() as conn:
             row = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM capture_sessions WHERE id = %s", (session_id,)
+                f"SELECT {SESSION_COLUMNS} FROM capture_sessions WHERE id = %s", (session_id,)
             ).fetchone()
-        return _session(row) if row else None
+        return ROWS.session(row) if row else None
 
     def list_sessions(
         self, environment_ids: Sequence[str], *, limit: int, agent: str | None = None
     ) -> list[CapturedSession]:
-        query = f"SELECT {_SESSION_COLS} FROM capture_sessions WHERE true"
+        query = f"SELECT {SESSION_COLUMNS} FROM capture_sessions WHERE true"
         params: list[Any] = []
         if environment_ids:
             query += " AND environment_id = ANY(%s)"
@@ -128,16 +94,16 @@ class PostgresCaptureStore:
             rows = conn.execute(
                 query + " ORDER BY last_event_at DESC, id LIMIT %s", [*params, limit]
             ).fetchall()
-        return [_session(r) for r in rows]
+        return [ROWS.session(r) for r in rows]
 
     def observations(self, session_id: str, *, limit: int, after: int = 0) -> list[Observation]:
         with self._db.reader() as conn:
             rows = conn.execute(
-                f"SELECT {_OBS_COLS} FROM capture_observations WHERE session = %s AND seq > %s "
-                "ORDER BY at, seq LIMIT %s",
+                f"SELECT {OBSERVATION_COLUMNS} FROM capture_observations "
+                "WHERE session = %s AND seq > %s ORDER BY at, seq LIMIT %s",
                 (session_id, after, limit),
             ).fetchall()
-        return [_observation(r) for r in rows]
+        return [ROWS.observation(r) for r in rows]
 
     def search_observations(
         self, environment_ids: Sequence[str], query: str, *, limit: int
@@ -146,7 +112,7 @@ class PostgresCaptureStore:
         if not words:
             return []
         sql = (
-            f"SELECT {_OBS_COLS} FROM capture_observations, "
+            f"SELECT {OBSERVATION_COLUMNS} FROM capture_observations, "
             "to_tsquery('english', %s) q WHERE tsv @@ q"
         )
         params: list[Any] = [" | ".join(words)]
@@ -157,7 +123,7 @@ class PostgresCaptureStore:
             rows = conn.execute(
                 sql + " ORDER BY ts_rank(tsv, q) DESC, seq LIMIT %s", [*params, limit]
             ).fetchall()
-        return [_observation(r) for r in rows]
+        return [ROWS.observation(r) for r in rows]
 
     def set_episode(self, session_id: str, episode_id: str, at: datetime) -> None:
         with self._db.tx() as conn:
@@ -169,12 +135,12 @@ class PostgresCaptureStore:
     def unsummarized(self, idle_since: datetime, *, limit: int) -> list[CapturedSession]:
         with self._db.reader() as conn:
             rows = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM capture_sessions "
+                f"SELECT {SESSION_COLUMNS} FROM capture_sessions "
                 "WHERE (summarized_at IS NULL OR summarized_at < last_event_at) "
                 "AND last_event_at < %s ORDER BY last_event_at LIMIT %s",
                 (idle_since, limit),
             ).fetchall()
-        return [_session(r) for r in rows]
+        return [ROWS.session(r) for r in rows]
 
     def count_observations(self, environment_ids: Sequence[str]) -> int:
         query = "SELECT count(*) FROM capture_observations"

@@ -16,7 +16,7 @@ from engram.extraction.conversation import (
     ExtractionState,
     Message,
     NewMessage,
-    Role,
+    Speaker,
 )
 from engram.store.postgres.db import PostgresDatabase, retried
 
@@ -35,7 +35,7 @@ def _message(row: Sequence[Any]) -> Message:
         id=row[0],
         conversation_id=row[1],
         position=row[2],
-        role=Role(row[3]),
+        role=Speaker(row[3]),
         author=row[4],
         content=row[5],
         created_at=row[6],

@@ -12,7 +12,7 @@ from engram.extraction.conversation import (
     ExtractionState,
     Message,
     NewMessage,
-    Role,
+    Speaker,
 )
 from engram.store.sqlite.db import SQLiteDatabase
 
@@ -49,7 +49,7 @@ def _message(row: Sequence[Any]) -> Message:
         id=row[0],
         conversation_id=row[1],
         position=row[2],
-        role=Role(row[3]),
+        role=Speaker(row[3]),
         author=row[4],
         content=row[5],
         created_at=_dt(row[6]),

@@ -1,18 +1,21 @@
-"""A real uvicorn server over an :class:`Engram`, on a chosen or free loopback port, for the
-capture tests (the hook client and the real agents post to it)."""
+"""A real uvicorn server on a loopback port, in a thread, for the block of a ``with``: the live
+API tests, the SDK tests and the capture tests (the hook client and the real agents post to it)
+all start theirs here."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from engram import Engram
 from engram.api import ServerSettings, create_app
+from engram.api.server import uvicorn_options
 
 
 def free_port() -> int:
@@ -23,13 +26,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(engram: Engram, port: int | None = None) -> Iterator[str]:
+def running(make_app: Callable[[int], ASGIApp], port: int | None = None) -> Iterator[str]:
+    """Serve ``make_app(port)`` with uvicorn (the server's own request-head limits, lifespan on)
+    on ``port`` or a free loopback port for the block; yields its URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port or 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_app(engram, ServerSettings(port=port)), log_config=None, access_log=False
+        make_app(port),
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        **uvicorn_options(),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -44,3 +53,9 @@ def serve(engram: Engram, port: int | None = None) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=15)
         sock.close()
+        assert not thread.is_alive()
+
+
+def serve(engram: Engram, port: int | None = None) -> Iterator[str]:
+    """The REST API over ``engram`` (:func:`running` with ``create_app``); yields its URL."""
+    return running(lambda p: create_app(engram, ServerSettings(port=p)), port)
