@@ -6,10 +6,11 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from engram import Engram
 from engram.api import ServerSettings, create_app
@@ -23,13 +24,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(engram: Engram, port: int | None = None) -> Iterator[str]:
+def serve(
+    engram: Engram,
+    port: int | None = None,
+    build: Callable[[Engram, ServerSettings], ASGIApp] = create_app,
+) -> Iterator[str]:
+    """Serve ``build(engram, settings)`` (default: the REST app) until the block ends."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port or 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        create_app(engram, ServerSettings(port=port)), log_config=None, access_log=False
+        build(engram, ServerSettings(port=port)), log_config=None, access_log=False
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
