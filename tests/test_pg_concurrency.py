@@ -95,7 +95,9 @@ def test_four_servers_on_one_postgres(servers: tuple[list[str], str], pg_url: st
     urls, token = servers
     auth = {"Authorization": f"Bearer {token}"}
     envs = [
-        httpx.post(f"{urls[0]}/api/v1/environments", json={"name": f"load{i}"}, headers=auth, timeout=60)
+        httpx.post(
+            f"{urls[0]}/api/v1/environments", json={"name": f"load{i}"}, headers=auth, timeout=60
+        )
         .raise_for_status()
         .json()["id"]
         for i in range(ENVIRONMENTS)

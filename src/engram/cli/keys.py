@@ -1,9 +1,12 @@
-"""API keys and accounts from the command line: engram keys list|create|rotate|revoke and
-engram users list|add, plus the owner bootstrap that ``engram init`` and ``engram serve`` share."""
+"""API keys and accounts from the command line: engram keys list|create|rotate|revoke|grants
+and engram users list|add|passwd, plus the owner bootstrap that ``engram init`` and
+``engram serve`` share. ``grants`` lists the remote MCP clients signed in through OAuth;
+``revoke`` takes a key id or a grant id (``grt_…``)."""
 
 from __future__ import annotations
 
 import getpass
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,13 +16,17 @@ from rich.table import Table
 from engram.accounts import IssuedKey, Scope
 from engram.actors import LOCAL
 from engram.cli.common import JsonOption, console, emit_json, service
-from engram.errors import Unauthenticated
+from engram.errors import NotFound, Unauthenticated
 from engram.private_files import write_private
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
+from engram.service.oauth import GRANT_PREFIX
 
-app = typer.Typer(help="API keys: list, create, rotate, revoke.", no_args_is_help=True)
-users_app = typer.Typer(help="Accounts: list and add users.", no_args_is_help=True)
+app = typer.Typer(
+    help="API keys (list, create, rotate, revoke) and OAuth grants (grants, revoke grt_…).",
+    no_args_is_help=True,
+)
+users_app = typer.Typer(help="Accounts: list and add users, set a password.", no_args_is_help=True)
 
 
 def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey | None:
@@ -112,11 +119,46 @@ def rotate(
 
 
 @app.command()
-def revoke(ctx: typer.Context, key_id: Annotated[str, typer.Argument()]) -> None:
-    """Revoke a key at once."""
+def revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="A key id (key_…) or an OAuth grant id (grt_…).")],
+) -> None:
+    """Revoke a key, or an OAuth grant (its tokens), at once."""
     with service(ctx) as (engram, st):
+        if key_id.startswith(GRANT_PREFIX):
+            grant = engram.oauth.revoke_grant(key_id, st.actor)
+            console.print(f"revoked grant {grant.id} ({grant.client_name})")
+            return
         key = engram.accounts.revoke_key(key_id, st.actor)
     console.print(f"revoked {key.id} ({key.name})")
+
+
+@app.command()
+def grants(
+    ctx: typer.Context,
+    user: Annotated[str | None, typer.Option(help="A user id, or '*' for everyone.")] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """List OAuth grants: the remote MCP clients (Claude.ai, ChatGPT...) signed in to /mcp.
+    Revoke one with 'engram keys revoke grt_…'."""
+    with service(ctx) as (engram, st):
+        found = engram.oauth.list_grants(st.actor, user)
+    if as_json:
+        emit_json(found)
+        return
+    table = Table()
+    for col in ("id", "user", "client", "scopes", "granted", "revoked"):
+        table.add_column(col)
+    for g in found:
+        table.add_row(
+            g.id,
+            g.user_id,
+            g.client_name,
+            ",".join(g.scopes),
+            g.created_at.isoformat(timespec="seconds"),
+            g.revoked_at.isoformat(timespec="seconds") if g.revoked_at else "",
+        )
+    console.print(table)
 
 
 @users_app.command("list")
@@ -151,3 +193,28 @@ def users_add(
         return
     console.print(f"created user {user.name} ({user.id})")
     _print_issued(issued, False)
+
+
+@users_app.command("passwd")
+def users_passwd(
+    ctx: typer.Context,
+    user: Annotated[
+        str | None, typer.Argument(help="A user name or id (default: the owner).")
+    ] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
+) -> None:
+    """Set a user's password (Argon2id): what they sign in with on the OAuth page remote MCP
+    clients open (Claude.ai, ChatGPT). At least 8 characters; asked twice unless piped."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
+    with service(ctx) as (engram, st):
+        wanted = user or LOCAL.user_id
+        matches = [u for u in engram.accounts.list_users(st.actor) if wanted in (u.id, u.name)]
+        if not matches:
+            raise NotFound(f"user {wanted!r} does not exist", user=wanted)
+        done = engram.accounts.set_password(matches[0].id, password, st.actor)
+    console.print(f"password set for {done.name} ({done.id})")

@@ -46,6 +46,7 @@ OAUTH_SCOPES: tuple[str, ...] = (Scope.READ.value, Scope.WRITE.value)
 ACCESS_PREFIX = "ega_"
 REFRESH_PREFIX = "egr_"
 CODE_PREFIX = "egc_"
+GRANT_PREFIX = "grt_"
 INTERFACE = "oauth"
 
 
@@ -201,7 +202,7 @@ class OAuthService:
             raise NotFound(f"client {pending.client_id!r} is not registered")
         now = self._clock()
         grant = GrantRecord(
-            id=new_id("grt_"),
+            id=new_id(GRANT_PREFIX),
             user_id=user.id,
             client_id=pending.client_id,
             client_name=str(client.get("client_name") or pending.client_id)[:200],
