@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,6 +45,7 @@ from engram.ids import new_id
 from engram.mcp import Binding, build_server
 from engram.models import Layer, NewMemory, ProcedureDetails
 from engram.service.extraction import ConversationInput
+from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord
 from engram.store.reviews import ReviewItem
 from tests import test_api_live
 from tests.mcp_scenario import text_of
@@ -196,6 +198,18 @@ class World:
 
     def snapshot(self, caller: Caller) -> str:
         return self.engram.soul.snapshot(self.own(caller)).id
+
+    def grant(self, caller: Caller) -> str:
+        """A fresh OAuth grant of the caller's (as if they had signed a client in)."""
+        client = self.unique("client")
+        now = datetime.now(UTC)
+        store = self.engram.store.oauth
+        store.put_client(ClientRecord(client, json.dumps({"client_id": client}), now))
+        grant = GrantRecord(
+            self.unique("grt_"), caller.user_id, client, client, ("read",), "x", now
+        )
+        store.create_grant(grant, CodeRecord(self.unique("code"), grant.id, "c", "x", True, now))
+        return grant.id
 
     def block(self, caller: Caller) -> str:
         for text in ("first", "second"):
@@ -422,6 +436,13 @@ CASES: dict[str, Case] = {
     f"DELETE {V1}/keys/{{key_id}}": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}")),
     f"POST {V1}/keys/{{key_id}}/rotate": Case(Rule.ANY, _own_key(f"{V1}/keys/{{key}}/rotate")),
     f"GET {V1}/audit": _fixed(Rule.OWN_READ, f"{V1}/audit"),
+    f"GET {V1}/oauth/grants": _fixed(Rule.OWN_READ, f"{V1}/oauth/grants"),
+    f"GET {V1}/oauth/grants/{{grant_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/oauth/grants/{w.grant(c)}")
+    ),
+    f"DELETE {V1}/oauth/grants/{{grant_id}}": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/oauth/grants/{w.grant(c)}")
+    ),
     f"POST {V1}/maintenance": _fixed(Rule.ENV_WRITE, f"{V1}/maintenance", {"environment": "{env}"}),
     f"POST {V1}/memories/remember": Case(
         Rule.ENV_WRITE,

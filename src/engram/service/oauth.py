@@ -334,23 +334,28 @@ class OAuthService:
         owner = None if user_id == "*" else (user_id or actor.user_id)
         return [_grant(g) for g in self._store.list_grants(owner)]
 
-    def get_grant(self, grant_id: str, actor: Actor) -> Grant:
+    def _visible(self, grant_id: str, actor: Actor, scope: Scope) -> GrantRecord:
+        """The actor's own grant (any grant with the admin scope), if they hold ``scope``;
+        another user's grant does not exist for them."""
         grant = self._store.get_grant(grant_id)
         if grant is None or (grant.user_id != actor.user_id and not actor.can(Scope.ADMIN)):
             raise NotFound(f"grant {grant_id!r} does not exist", grant_id=grant_id)
-        return _grant(grant)
+        if not actor.can(scope):
+            raise PermissionDenied(f"this needs the {scope.value!r} scope", scope=scope.value)
+        return grant
+
+    def get_grant(self, grant_id: str, actor: Actor) -> Grant:
+        return _grant(self._visible(grant_id, actor, Scope.READ))
 
     def revoke_grant(self, grant_id: str, actor: Actor) -> Grant:
         """Stop the grant's tokens at once (it stays listed, marked revoked): the actor's own
         grant with the write scope, anyone's with the admin scope."""
-        self.get_grant(grant_id, actor)
-        if not actor.can(Scope.WRITE):
-            raise PermissionDenied("revoking a grant needs the 'write' scope", scope="write")
-        record = self._store.get_grant(grant_id)
-        assert record is not None
-        if record.revoked_at is None:
-            self._revoke(record, "revoked by the user", actor)
-        return self.get_grant(grant_id, actor)
+        grant = self._visible(grant_id, actor, Scope.WRITE)
+        if grant.revoked_at is None:
+            self._revoke(grant, "revoked by the user", actor)
+        revoked = self._store.get_grant(grant_id)
+        assert revoked is not None
+        return _grant(revoked)
 
     def _revoke(self, grant: GrantRecord, reason: str, actor: Actor | None = None) -> None:
         who = actor or Actor(grant.user_id, INTERFACE, None, frozenset())
