@@ -477,6 +477,14 @@ def test_an_expired_access_token_is_refused_and_refresh_renews_it(raw: RawClient
     assert raw.mcp_status(renewed.json()["access_token"]) == 200
 
 
+def test_an_expired_code_is_refused(raw: RawClient) -> None:
+    code, verifier = raw.code()
+    raw.server.clock.advance(minutes=6)  # codes last five minutes
+    late = raw.exchange(code, verifier)
+    assert late.status_code == 400 and late.json()["error"] == "invalid_grant"
+    assert "expired" in late.json()["error_description"]
+
+
 def test_revocation_endpoint_and_tokens_are_not_api_keys(raw: RawClient) -> None:
     code, verifier = raw.code()
     tokens = raw.exchange(code, verifier).json()

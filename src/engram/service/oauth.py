@@ -249,6 +249,8 @@ class OAuthService:
     def redeem(self, found: CodeGrant) -> Issued:
         """Tokens for a checked code (its PKCE verifier and redirect URI matched); the code is
         spent in the same transaction, so a second redemption fails."""
+        if found.code.expires_at <= self._clock():
+            raise Unauthenticated("the authorization code has expired")
         issued, records = self._tokens(found.grant, found.grant.scopes)
         if not self._store.redeem_code(found.code.digest, self._clock(), records):
             self._revoke(found.grant, "code reused")
