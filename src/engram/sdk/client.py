@@ -153,6 +153,9 @@ class Accounts(_Resource[AccountCalls]):
     create_key = _Sync(AccountCalls.create_key)
     rotate_key = _Sync(AccountCalls.rotate_key)
     revoke_key = _Sync(AccountCalls.revoke_key)
+    grants = _Sync(AccountCalls.grants)
+    grant = _Sync(AccountCalls.grant)
+    revoke_grant = _Sync(AccountCalls.revoke_grant)
     audit = _Sync(AccountCalls.audit)
 
 
@@ -167,6 +170,9 @@ class AsyncAccounts(_Resource[AccountCalls]):
     create_key = _Async(AccountCalls.create_key)
     rotate_key = _Async(AccountCalls.rotate_key)
     revoke_key = _Async(AccountCalls.revoke_key)
+    grants = _Async(AccountCalls.grants)
+    grant = _Async(AccountCalls.grant)
+    revoke_grant = _Async(AccountCalls.revoke_grant)
     audit = _Async(AccountCalls.audit)
 
 

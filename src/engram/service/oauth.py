@@ -19,12 +19,10 @@ import json
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from engram.accounts import Scope
+from engram.accounts import Grant, Scope
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound, PermissionDenied, Unauthenticated
@@ -48,21 +46,6 @@ REFRESH_PREFIX = "egr_"
 CODE_PREFIX = "egc_"
 GRANT_PREFIX = "grt_"
 INTERFACE = "oauth"
-
-
-class Grant(BaseModel):
-    """A client's access to /mcp on a user's behalf, as listed and revoked by the user."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    user_id: str
-    client_id: str
-    client_name: str = Field(description="The name the client registered under.")
-    scopes: list[str] = Field(description="'read', and 'write' if granted.")
-    resource: str = Field(description="The MCP URL the tokens are bound to (their audience).")
-    created_at: datetime
-    revoked_at: datetime | None = None
 
 
 def _grant(record: GrantRecord) -> Grant:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from engram.accounts import Grant
 from engram.api.deps import ActorDep, EngramDep
-from engram.service.oauth import Grant
 
 router = APIRouter(tags=["oauth"])
 
