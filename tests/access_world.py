@@ -8,6 +8,7 @@ environments with their planted markers, and the shape of a REST case.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from engram.extraction.providers import ProviderSettings
 from engram.ids import new_id
 from engram.models import Layer, NewMemory, ProcedureDetails
 from engram.service.extraction import ConversationInput
+from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord
 from engram.store.reviews import ReviewItem
 
 STRANGER_MARK = "zebramarkerstranger"
@@ -178,6 +180,18 @@ class World:
 
     def habit(self, caller: Caller) -> str:
         return self.engram.profile.add(self.own(caller), f"Always {self.unique('h')}").id
+
+    def grant(self, caller: Caller) -> str:
+        """A fresh OAuth grant of the caller's (as if they had signed a client in)."""
+        client = self.unique("client")
+        now = datetime.now(UTC)
+        store = self.engram.store.oauth
+        store.put_client(ClientRecord(client, json.dumps({"client_id": client}), now))
+        grant = GrantRecord(
+            self.unique("grt_"), caller.user_id, client, client, ("read",), "x", now
+        )
+        store.create_grant(grant, CodeRecord(self.unique("code"), grant.id, "c", "x", True, now))
+        return grant.id
 
     def block(self, caller: Caller) -> str:
         for text in ("first", "second"):

@@ -56,6 +56,11 @@ def running(make_app: Callable[[int], ASGIApp], port: int | None = None) -> Iter
         assert not thread.is_alive()
 
 
-def serve(engram: Engram, port: int | None = None) -> Iterator[str]:
-    """The REST API over ``engram`` (:func:`running` with ``create_app``); yields its URL."""
-    return running(lambda p: create_app(engram, ServerSettings(port=p)), port)
+def serve(
+    engram: Engram,
+    port: int | None = None,
+    build: Callable[[Engram, ServerSettings], ASGIApp] = create_app,
+) -> Iterator[str]:
+    """``build(engram, settings)`` (default: the REST app) served by :func:`running`; yields
+    its URL."""
+    return running(lambda p: build(engram, ServerSettings(port=p)), port)

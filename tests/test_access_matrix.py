@@ -180,6 +180,13 @@ CASES: dict[str, Case] = {
         Rule.ADMIN, lambda w, c: Call(f"{V1}/providers/{w.provider()}")
     ),
     f"GET {V1}/audit": _fixed(Rule.OWN_READ, f"{V1}/audit"),
+    f"GET {V1}/oauth/grants": _fixed(Rule.OWN_READ, f"{V1}/oauth/grants"),
+    f"GET {V1}/oauth/grants/{{grant_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/oauth/grants/{w.grant(c)}")
+    ),
+    f"DELETE {V1}/oauth/grants/{{grant_id}}": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/oauth/grants/{w.grant(c)}")
+    ),
     f"POST {V1}/maintenance": _fixed(Rule.ENV_WRITE, f"{V1}/maintenance", {"environment": "{env}"}),
     f"POST {V1}/memories/remember": Case(
         Rule.ENV_WRITE,

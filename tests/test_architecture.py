@@ -3,7 +3,7 @@
 - the core never imports an edge's framework, and only the store speaks SQL;
 - the core (models, store, retrieval, lifecycle, soul, extraction, embeddings and the
   top-level data modules) never imports the service layer or an edge;
-- the edges (api, mcp, cli, sdk, web) never import each other; ``engram.servers``, the
+- the edges (api, mcp, oauth, cli, sdk, web) never import each other; ``engram.servers``, the
   composition root of the long-running processes, joins them;
 - no import cycle among modules. Every import counts: at the top of a module, inside a function
   (a lazy import still ties the two modules together) and under ``TYPE_CHECKING`` (the types
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "engram"
-EDGES = {"cli", "api", "mcp", "web", "sdk"}
+EDGES = {"cli", "api", "mcp", "web", "sdk", "oauth"}
 SERVICE = "service"
 ROOTS = {"servers", "__init__", "__main__"}
 """Composition roots (engram.servers) and the package itself (its ``Engram`` loads lazily)."""

@@ -313,10 +313,9 @@ def test_http_auth_and_origin(served: Served) -> None:
         assert metadata.status_code == 200
         assert metadata.json()["resource"] == served.url + "/mcp"
         assert metadata.json()["bearer_methods_supported"] == ["header"]
-        # no authorization server exists (yet): the metadata names none, so that no client goes
-        # looking for one (RFC 9728 makes the field optional)
-        assert "authorization_servers" not in metadata.json()
-    assert oauth_server.status_code == 404
+        # Engram is its own authorization server (engram.oauth, tests/test_oauth.py)
+        assert metadata.json()["authorization_servers"] == [served.url]
+    assert oauth_server.status_code == 200 and oauth_server.json()["issuer"] == served.url
     # the REST app keeps its own error body for routes it does not have
     assert rest_404.json()["error"]["code"] == "not_found"
 

@@ -12,7 +12,7 @@ import pytest
 from engram import Engram, Settings
 from engram.cli import main
 from engram.cli.keys import bootstrap
-from tests.capture_server import free_port, serve
+from tests.live_server import free_port, serve
 
 
 @pytest.fixture

@@ -113,3 +113,18 @@ class AuditQuery(BaseModel):
     until: datetime | None = None
     limit: int = Field(default=100, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=1_000_000_000)
+
+
+class Grant(BaseModel):
+    """A client's access to /mcp on a user's behalf, as listed and revoked by the user."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    user_id: str
+    client_id: str
+    client_name: str = Field(description="The name the client registered under.")
+    scopes: list[str] = Field(description="'read', and 'write' if granted.")
+    resource: str = Field(description="The MCP URL the tokens are bound to (their audience).")
+    created_at: datetime
+    revoked_at: datetime | None = None

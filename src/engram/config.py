@@ -126,6 +126,14 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = ()
     """More host names (``name`` or ``name:port``) accepted in Host and Origin headers on /mcp."""
 
+    @property
+    def base_url(self) -> str:
+        """Where clients reach this server: the public URL, else the bound address."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise InvalidInput(f"port must be 0-65535, got {self.port}", field="port")

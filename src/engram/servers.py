@@ -4,7 +4,9 @@ each other.
 - ``engram serve``: one HTTP app over one :class:`Engram`, serving the REST API
   (:mod:`engram.api`, at ``/api/v1``) and MCP over Streamable HTTP (:mod:`engram.mcp.http`, at
   ``/mcp``, the same API keys), and the web dashboard (:mod:`engram.web`, at ``/ui``, signed in
-  with a user's password), with embedding and maintenance in the background.
+  with a user's password), with embedding and maintenance in the background; with auth,
+  Engram's OAuth authorization server (:mod:`engram.oauth`) signs remote MCP clients in to
+  ``/mcp``.
 - ``engram mcp``: MCP on stdio (:mod:`engram.mcp.stdio`).
 
 The CLI calls these; frameworks load only when one runs (the imports are inside).
@@ -22,14 +24,28 @@ if TYPE_CHECKING:
 
 
 def http_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
-    """The app ``engram serve`` runs: REST at /api/v1, MCP at /mcp, the dashboard at /ui."""
+    """The app ``engram serve`` runs: REST at /api/v1, MCP at /mcp (API keys, and OAuth tokens
+    of the authorization server mounted beside it), the dashboard at /ui."""
     from engram.api import create_app
+    from engram.mcp.http import PATH
     from engram.mcp.http import mount as mount_mcp
     from engram.web import mount as mount_web
 
     settings = settings or ServerSettings()
     app = create_app(engram, settings)
-    mount_mcp(app, engram, settings)
+    if not settings.auth:
+        mount_mcp(app, engram, settings)
+        mount_web(app, engram)
+        return app
+    from engram.oauth import mount as mount_oauth
+    from engram.service.oauth import OAUTH_SCOPES
+
+    base = settings.base_url
+    provider = mount_oauth(app, engram, base, base + PATH)
+    server = None if provider is None else base
+    mount_mcp(
+        app, engram, settings, oauth=provider, authorization_server=server, scopes=OAUTH_SCOPES
+    )
     mount_web(app, engram)
     return app
 

@@ -25,6 +25,7 @@ from engram.api.routers import (
     keys,
     maintenance,
     memories,
+    oauth,
     procedures,
     profile,
     providers,
@@ -45,6 +46,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/environments", environments.router),
     ("/users", users.router),
     ("/keys", keys.router),
+    ("/oauth", oauth.router),
     ("/audit", audit.router),
     ("/maintenance", maintenance.router),
     ("/memories", memories.router),
@@ -65,7 +67,10 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
         title="Engram",
         version=engram.__version__,
         description="A self-hosted persistent memory layer for AI. Every /api/v1 request needs "
-        "'Authorization: Bearer <API key>'.",
+        "'Authorization: Bearer <API key>'. MCP is served at /mcp; remote MCP clients sign in "
+        "there with OAuth 2.1 (metadata at /.well-known/oauth-authorization-server and "
+        "/.well-known/oauth-protected-resource/mcp; /register, /authorize with PKCE S256, "
+        "/token, /revoke), and their grants are listed and revoked under /api/v1/oauth/grants.",
         docs_url=None,  # engram.api.docs serves /docs from local assets
         openapi_url="/openapi.json",
     )

@@ -1,6 +1,7 @@
-"""API keys and accounts from the command line: engram keys list|create|rotate|revoke and
-engram users list|add|passwd, plus the owner bootstrap that ``engram init`` and ``engram serve``
-share."""
+"""API keys and accounts from the command line: engram keys list|create|rotate|revoke|grants
+and engram users list|add|passwd, plus the owner bootstrap that ``engram init`` and
+``engram serve`` share. ``grants`` lists the remote MCP clients signed in through OAuth;
+``revoke`` takes a key id or a grant id (``grt_…``)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ from engram.cli.common import JsonOption, console, emit_json, service
 from engram.errors import NotFound
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
+from engram.service.oauth import GRANT_PREFIX
 
-app = typer.Typer(help="API keys: list, create, rotate, revoke.", no_args_is_help=True)
-users_app = typer.Typer(help="Accounts: list and add users, set passwords.", no_args_is_help=True)
+app = typer.Typer(
+    help="API keys (list, create, rotate, revoke) and OAuth grants (grants, revoke grt_…).",
+    no_args_is_help=True,
+)
+users_app = typer.Typer(help="Accounts: list and add users, set a password.", no_args_is_help=True)
 
 
 def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey | None:
@@ -98,11 +103,46 @@ def rotate(
 
 
 @app.command()
-def revoke(ctx: typer.Context, key_id: Annotated[str, typer.Argument()]) -> None:
-    """Revoke a key at once."""
+def revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="A key id (key_…) or an OAuth grant id (grt_…).")],
+) -> None:
+    """Revoke a key, or an OAuth grant (its tokens), at once."""
     with service(ctx) as (engram, st):
+        if key_id.startswith(GRANT_PREFIX):
+            grant = engram.oauth.revoke_grant(key_id, st.actor)
+            console.print(f"revoked grant {grant.id} ({grant.client_name})")
+            return
         key = engram.accounts.revoke_key(key_id, st.actor)
     console.print(f"revoked {key.id} ({key.name})")
+
+
+@app.command()
+def grants(
+    ctx: typer.Context,
+    user: Annotated[str | None, typer.Option(help="A user id, or '*' for everyone.")] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """List OAuth grants: the remote MCP clients (Claude.ai, ChatGPT...) signed in to /mcp.
+    Revoke one with 'engram keys revoke grt_…'."""
+    with service(ctx) as (engram, st):
+        found = engram.oauth.list_grants(st.actor, user)
+    if as_json:
+        emit_json(found)
+        return
+    table = Table()
+    for col in ("id", "user", "client", "scopes", "granted", "revoked"):
+        table.add_column(col)
+    for g in found:
+        table.add_row(
+            g.id,
+            g.user_id,
+            g.client_name,
+            ",".join(g.scopes),
+            g.created_at.isoformat(timespec="seconds"),
+            g.revoked_at.isoformat(timespec="seconds") if g.revoked_at else "",
+        )
+    console.print(table)
 
 
 @users_app.command("list")
@@ -144,11 +184,15 @@ def users_passwd(
     ctx: typer.Context,
     user: Annotated[str, typer.Argument(help="The user's name or id (default: the owner).")] = "",
     stdin: Annotated[
-        bool, typer.Option("--stdin", help="Read the password from standard input (scripts).")
+        bool,
+        typer.Option(
+            "--stdin", "--password-stdin", help="Read the password from standard input (scripts)."
+        ),
     ] = False,
 ) -> None:
-    """Set a user's password for the web dashboard (stored as an Argon2id hash; at least 8
-    characters). Asks twice unless --stdin."""
+    """Set a user's password (stored as an Argon2id hash; at least 8 characters): what they sign
+    in with on the web dashboard (/ui) and on the OAuth page remote MCP clients open (Claude.ai,
+    ChatGPT). Asks twice unless --stdin."""
     if stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:

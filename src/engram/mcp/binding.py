@@ -36,7 +36,7 @@ def token_for(actor: Actor) -> AccessToken:
 def actor_of(token: AccessToken) -> Actor:
     key_id = (token.claims or {}).get("key_id")
     return Actor(
-        token.client_id,
+        token.subject or token.client_id,  # an OAuth token's client is not its user
         INTERFACE,
         key_id if isinstance(key_id, str) else None,
         frozenset(Scope(s) for s in token.scopes),

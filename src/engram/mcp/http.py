@@ -1,19 +1,20 @@
-"""Streamable HTTP at ``/mcp`` inside the REST app: the same API keys as ``/api/v1``.
+"""Streamable HTTP at ``/mcp`` inside the REST app: the same API keys as ``/api/v1``, and the
+OAuth access tokens of Engram's own authorization server (:mod:`engram.oauth`) when it runs.
 
 A client says which project it works in with the ``X-Engram-Project`` header (what
 ``engram mcp-config --http`` writes): calls that name no environment use that project's
 environment, created on first use, as every other edge does (``engram.capture.which``).
 
-A request without a valid key gets 401 with ``WWW-Authenticate`` pointing at the protected
-resource metadata (RFC 9728, served at ``/.well-known/oauth-protected-resource`` and
-``…/mcp``, naming no authorization server while there is none); a request whose ``Origin`` is
+A request without a valid key or token gets 401 with ``WWW-Authenticate`` pointing at the
+protected resource metadata (RFC 9728, served at ``/.well-known/oauth-protected-resource`` and
+``…/mcp``, naming the authorization server when there is one); a request whose ``Origin`` is
 not this server's gets 403 (DNS rebinding).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from engram.accounts import KEY_PREFIX
 from engram.actors import LOCAL_USER, Actor
 from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
 from engram.config import ServerSettings, is_loopback
@@ -43,10 +45,12 @@ METADATA = "/.well-known/oauth-protected-resource"
 
 
 class KeyVerifier(TokenVerifier):
-    """Engram API keys as OAuth bearer tokens: unknown, malformed or revoked is None (401)."""
+    """Engram API keys as OAuth bearer tokens: unknown, malformed or revoked is None (401).
+    Any other token goes to ``oauth`` (the authorization server's verifier), if there is one."""
 
-    def __init__(self, engram: Engram) -> None:
+    def __init__(self, engram: Engram, oauth: TokenVerifier | None = None) -> None:
         self._engram = engram
+        self._oauth = oauth
 
     def _check(self, token: str) -> AccessToken | None:
         try:
@@ -55,14 +59,13 @@ class KeyVerifier(TokenVerifier):
             return None
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        if self._oauth is not None and not token.startswith(KEY_PREFIX):
+            return await self._oauth.verify_token(token)
         return await anyio.to_thread.run_sync(self._check, token)
 
 
 def base_url(settings: ServerSettings) -> str:
-    if settings.public_url:
-        return settings.public_url.rstrip("/")
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    return f"http://{host}:{settings.port}"
+    return settings.base_url
 
 
 def transport_security(settings: ServerSettings) -> TransportSecuritySettings:
@@ -90,12 +93,18 @@ def _has_port(host: str) -> bool:
     return host.rsplit("]", 1)[-1].count(":") == 1
 
 
-def protected_resource_metadata(resource: str) -> ASGIApp:
-    """RFC 9728 metadata naming only what exists: the resource and how to present a key. It
-    names no ``authorization_servers`` (the field is optional): Engram has no OAuth
-    authorization server, API keys are issued with ``engram key create``. (The MCP SDK's own
-    metadata always lists one, the server itself, where a client would find nothing.)"""
-    body = {"resource": resource, "bearer_methods_supported": ["header"]}
+def protected_resource_metadata(
+    resource: str, authorization_server: str | None = None, scopes: Sequence[str] = ()
+) -> ASGIApp:
+    """RFC 9728 metadata naming only what exists: the resource, how to present a token, and
+    the authorization server (Engram itself, :mod:`engram.oauth`) with its scopes when it
+    runs. Without one it names no ``authorization_servers`` (the field is optional): API keys
+    are issued with ``engram keys create``."""
+    body: dict[str, Any] = {"resource": resource, "bearer_methods_supported": ["header"]}
+    if authorization_server is not None:
+        body["authorization_servers"] = [authorization_server]
+        body["scopes_supported"] = list(scopes)
+        body["resource_name"] = "Engram"
 
     def handle(request: Request) -> Response:
         return JSONResponse(body, headers={"Cache-Control": "public, max-age=3600"})
@@ -133,9 +142,19 @@ class WithProject:
             request_project.reset(reset)
 
 
-def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
+def mount(
+    app: FastAPI,
+    engram: Engram,
+    settings: ServerSettings,
+    *,
+    oauth: TokenVerifier | None = None,
+    authorization_server: str | None = None,
+    scopes: Sequence[str] = (),
+) -> None:
     """Serve MCP at ``/mcp`` (and the metadata routes) and run its session manager in the app's
-    lifespan. Without auth (loopback only), every request acts as the local owner."""
+    lifespan. Without auth (loopback only), every request acts as the local owner. With
+    ``oauth``, tokens that are not API keys are checked by it, and the metadata names
+    ``authorization_server`` and its ``scopes``."""
     binding = Binding(engram, Actor(LOCAL_USER, INTERFACE))
     if settings.auth:
         base = base_url(settings)
@@ -144,14 +163,16 @@ def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
             resource_server_url=AnyHttpUrl(base + PATH),
             validate_token_resource=False,  # the verifier checks the key itself
         )
-        server = build_server(binding, token_verifier=KeyVerifier(engram), auth=auth)
+        server = build_server(binding, token_verifier=KeyVerifier(engram, oauth), auth=auth)
     else:
         server = build_server(binding)
     mcp_app = server.streamable_http_app(
         streamable_http_path=PATH, transport_security=transport_security(settings)
     )
     if settings.auth:
-        metadata = protected_resource_metadata(base_url(settings) + PATH)
+        metadata = protected_resource_metadata(
+            base_url(settings) + PATH, authorization_server, scopes
+        )
         for path in (METADATA, METADATA + PATH):
             app.router.routes.append(Route(path, metadata, methods=["GET", "OPTIONS"]))
     # routes, not a mount at "/": the REST app keeps its own 404 and 405 answers

@@ -33,6 +33,7 @@ from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
+from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord, OAuthStore, TokenRecord
 from engram.store.profile import ProfileEntry, ProfileStore
 from engram.store.protocol import (
     Change,
@@ -91,6 +92,7 @@ class ScrubbingStore(_Audited):
         self._profile = _Profile(inner.profile, scrubber)
         self._conversations = _Conversations(inner.conversations, scrubber)
         self._providers = _Providers(inner.providers, scrubber)
+        self._oauth = _OAuth(inner.oauth, scrubber)
         self._capture = ScrubbingCaptureStore(inner.capture, scrubber)
 
     # -- sub-stores --------------------------------------------------------------------------
@@ -137,6 +139,12 @@ class ScrubbingStore(_Audited):
         """LLM providers, their audit entries scrubbed: the API keys are stored on purpose,
         encrypted."""
         return self._providers
+
+    @property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, grants and token digests as they are (no free text but a client's
+        registration); the audit entries are scrubbed."""
+        return self._oauth
 
     @property
     def export(self) -> Exporter:
@@ -432,6 +440,44 @@ class _Providers(_Audited):
 
     def delete_provider(self, name: str, audit: Sequence[AuditEntry] = ()) -> bool:
         return self._inner.delete_provider(name, self._entries(audit))
+
+
+class _OAuth(_Audited):
+    def __init__(self, inner: OAuthStore, scrubber: Scrubber) -> None:
+        super().__init__(scrubber)
+        self._inner = inner
+
+    def put_client(self, client: ClientRecord) -> None:
+        self._inner.put_client(client)
+
+    def get_client(self, client_id: str) -> ClientRecord | None:
+        return self._inner.get_client(client_id)
+
+    def create_grant(
+        self, grant: GrantRecord, code: CodeRecord, audit: Sequence[AuditEntry] = ()
+    ) -> None:
+        self._inner.create_grant(grant, code, self._entries(audit))
+
+    def get_grant(self, grant_id: str) -> GrantRecord | None:
+        return self._inner.get_grant(grant_id)
+
+    def list_grants(self, user_id: str | None = None) -> list[GrantRecord]:
+        return self._inner.list_grants(user_id)
+
+    def revoke_grant(self, grant_id: str, at: datetime, audit: Sequence[AuditEntry] = ()) -> bool:
+        return self._inner.revoke_grant(grant_id, at, self._entries(audit))
+
+    def get_code(self, digest: str) -> CodeRecord | None:
+        return self._inner.get_code(digest)
+
+    def redeem_code(self, digest: str, at: datetime, tokens: Sequence[TokenRecord]) -> bool:
+        return self._inner.redeem_code(digest, at, tokens)
+
+    def get_token(self, digest: str) -> TokenRecord | None:
+        return self._inner.get_token(digest)
+
+    def rotate_refresh(self, digest: str, at: datetime, tokens: Sequence[TokenRecord]) -> bool:
+        return self._inner.rotate_refresh(digest, at, tokens)
 
 
 class _Conversations:

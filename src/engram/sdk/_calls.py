@@ -11,7 +11,17 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from engram.accounts import ApiKey, AuditEntry, AuditQuery, IssuedKey, Member, Role, Scope, User
+from engram.accounts import (
+    ApiKey,
+    AuditEntry,
+    AuditQuery,
+    Grant,
+    IssuedKey,
+    Member,
+    Role,
+    Scope,
+    User,
+)
 from engram.errors import (
     Conflict,
     EngramError,
@@ -284,6 +294,17 @@ class AccountCalls:
 
     def remove_provider(self, name: str) -> Call[dict[str, Any]]:
         return Call("DELETE", f"/api/v1/providers/{name}", dict[str, Any])
+
+    def grants(self, user_id: str | None = None) -> Call[builtins.list[Grant]]:
+        """OAuth grants: the remote MCP clients signed in as you."""
+        return Call("GET", "/api/v1/oauth/grants", list[Grant], _params(user_id=user_id))
+
+    def grant(self, grant_id: str) -> Call[Grant]:
+        return Call("GET", f"/api/v1/oauth/grants/{grant_id}", Grant)
+
+    def revoke_grant(self, grant_id: str) -> Call[Grant]:
+        """Revoke an OAuth grant: its tokens stop working at once."""
+        return Call("DELETE", f"/api/v1/oauth/grants/{grant_id}", Grant)
 
     def audit(self, q: AuditQuery | None = None) -> Call[builtins.list[AuditEntry]]:
         params = _params(**(q or AuditQuery()).model_dump())

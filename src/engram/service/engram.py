@@ -26,6 +26,7 @@ from engram.service.extraction import ExtractionService
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
+from engram.service.oauth import OAuthService
 from engram.service.portability import ImportService
 from engram.service.profile import ProfileService
 from engram.service.providers import ProviderService
@@ -65,6 +66,8 @@ class Engram:
         self.accounts = AccountService(
             store, clock, self.audit, secret if secret is not None else secrets.token_bytes(32)
         )
+        # Engram as the OAuth authorization server of /mcp (remote MCP clients sign in)
+        self.oauth = OAuthService(store, clock, self.audit, self.accounts)
         self.environments = EnvironmentService(store, clock, self.audit)
         self.memories = MemoryService(store, clock, self.environments, self.scrubber)
         self.search = SearchService(store, clock, self.environments, embedder)

@@ -24,6 +24,7 @@ from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
+from engram.store.oauth import OAuthStore
 from engram.store.profile import ProfileStore
 from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
@@ -158,6 +159,11 @@ class Store(Protocol):
     @property
     def providers(self) -> ProviderStore:
         """Configured LLM providers (their API keys arrive encrypted)."""
+        ...
+
+    @property
+    def oauth(self) -> OAuthStore:
+        """The OAuth authorization server's clients, grants, codes and tokens (digests)."""
         ...
 
     @property

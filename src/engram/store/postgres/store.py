@@ -30,6 +30,7 @@ from engram.store.postgres.export import PostgresExporter
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
+from engram.store.postgres.oauth import PostgresOAuthStore
 from engram.store.postgres.profile import PostgresProfileStore
 from engram.store.postgres.providers import PostgresProviderStore
 from engram.store.postgres.reviews import PostgresReviewStore
@@ -85,6 +86,7 @@ class PostgresStore:
         self.profile = PostgresProfileStore(self.db)
         self.conversations = PostgresConversationStore(self.db)
         self.providers = PostgresProviderStore(self.db)
+        self.oauth = PostgresOAuthStore(self.db)
         self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
         self.capture = PostgresCaptureStore(self.db)

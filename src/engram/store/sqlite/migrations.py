@@ -442,6 +442,47 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "0022_oauth",
+        (
+            # Engram as the OAuth authorization server of /mcp: registered clients (RFC 7591),
+            # grants (one user's consent to one client), and digests of codes and tokens
+            """CREATE TABLE oauth_clients (
+                client_id TEXT PRIMARY KEY,
+                metadata TEXT NOT NULL,
+                created_at REAL NOT NULL
+            )""",
+            """CREATE TABLE oauth_grants (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                client_id TEXT NOT NULL REFERENCES oauth_clients(client_id) ON DELETE CASCADE,
+                client_name TEXT NOT NULL,
+                scopes TEXT NOT NULL,
+                resource TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                revoked_at REAL
+            )""",
+            "CREATE INDEX oauth_grants_user ON oauth_grants (user_id, created_at)",
+            """CREATE TABLE oauth_codes (
+                digest TEXT PRIMARY KEY,
+                grant_id TEXT NOT NULL REFERENCES oauth_grants(id) ON DELETE CASCADE,
+                code_challenge TEXT NOT NULL,
+                redirect_uri TEXT NOT NULL,
+                redirect_uri_explicit INTEGER NOT NULL,
+                expires_at REAL NOT NULL,
+                used_at REAL
+            )""",
+            """CREATE TABLE oauth_tokens (
+                digest TEXT PRIMARY KEY,
+                grant_id TEXT NOT NULL REFERENCES oauth_grants(id) ON DELETE CASCADE,
+                kind TEXT NOT NULL CHECK (kind IN ('access', 'refresh')),
+                scopes TEXT NOT NULL,
+                expires_at REAL NOT NULL,
+                used_at REAL
+            )""",
+            "CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id)",
+        ),
+    ),
 )
 
 

@@ -39,6 +39,7 @@ from engram.store.sqlite.db import SQLiteDatabase
 from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.imports import SQLiteImportLedger
+from engram.store.sqlite.oauth import SQLiteOAuthStore
 from engram.store.sqlite.profile import SQLiteProfileStore
 from engram.store.sqlite.providers import SQLiteProviderStore
 from engram.store.sqlite.reviews import SQLiteReviewStore
@@ -95,6 +96,7 @@ class SQLiteStore:
         self.profile = SQLiteProfileStore(self.db)
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
+        self.oauth = SQLiteOAuthStore(self.db)
         self.conversations = SQLiteConversationStore(self.db)
         self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
