@@ -22,6 +22,7 @@ from engram.api.routers import (
     extraction,
     facts,
     health,
+    imports,
     keys,
     maintenance,
     memories,
@@ -51,6 +52,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/context", context.router),
     ("/soul", soul.router),
     ("/capture", capture.router),
+    ("/imports", imports.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -59,6 +59,8 @@ class Call(Generic[T]):
     body: Any = None
     field: str | None = None
     """Read only this field of the answer."""
+    content: bytes | None = None
+    """A raw body (an uploaded file), sent instead of ``body`` as JSON."""
 
     def parse(self, data: Any) -> T:
         if self.field is not None:

@@ -20,6 +20,7 @@ from engram.errors import Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
+from engram.sdk._portability import ImportCalls
 from engram.sdk._retrieval import RetrievalCalls
 from engram.sdk._retry import Retry, headers_for
 from engram.sdk._soul import SoulCalls
@@ -47,7 +48,10 @@ def resolve(url: str | None, token: str | None, home: Path | str | None) -> tupl
 
 
 def _request(call: Call[Any]) -> dict[str, Any]:
-    return {"params": call.params or None, "json": call.body, "headers": headers_for(call)}
+    out = {"params": call.params or None, "headers": headers_for(call)}
+    if call.content is not None:
+        return {**out, "content": call.content}
+    return {**out, "json": call.body}
 
 
 def _read(call: Call[T], response: httpx.Response) -> T:
@@ -238,6 +242,22 @@ class AsyncLifecycle(_Resource[LifecycleCalls]):
     resolve_review = _Async(LifecycleCalls.resolve_review)
 
 
+class Imports(_Resource[ImportCalls]):
+    upload = _Sync(ImportCalls.upload)
+    get = _Sync(ImportCalls.get)
+    list = _Sync(ImportCalls.list)
+    commit = _Sync(ImportCalls.commit)
+    delete = _Sync(ImportCalls.delete)
+
+
+class AsyncImports(_Resource[ImportCalls]):
+    upload = _Async(ImportCalls.upload)
+    get = _Async(ImportCalls.get)
+    list = _Async(ImportCalls.list)
+    commit = _Async(ImportCalls.commit)
+    delete = _Async(ImportCalls.delete)
+
+
 class _SyncRetrieval(_Resource[RetrievalCalls]):
     search = _Sync(RetrievalCalls.search)
     context = _Sync(RetrievalCalls.context)
@@ -257,7 +277,8 @@ class Client:
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
     add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
-    maintain, reviews, resolve_review); ``client.search(query)`` and ``client.context(query)``
+    maintain, reviews, resolve_review), ``client.imports`` (upload, get, list, commit, delete:
+    import jobs); ``client.search(query)`` and ``client.context(query)``
     are the calls an app makes around each LLM call.
 
     Writes carry a fresh ``Idempotency-Key`` each, and failures that are safe to retry (the
@@ -291,6 +312,7 @@ class Client:
         self.soul = Soul(self._send, SoulCalls())
         self.extraction = Extraction(self._send, ExtractionCalls())
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
+        self.imports = Imports(self._send, ImportCalls())
         retrieval = _SyncRetrieval(self._send, RetrievalCalls())
         self.search = retrieval.search
         self.context = retrieval.context
@@ -349,6 +371,7 @@ class AsyncClient:
         self.soul = AsyncSoul(self._send, SoulCalls())
         self.extraction = AsyncExtraction(self._send, ExtractionCalls())
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
+        self.imports = AsyncImports(self._send, ImportCalls())
         retrieval = _AsyncRetrieval(self._send, RetrievalCalls())
         self.search = retrieval.search
         self.context = retrieval.context

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 from engram.actors import Actor
 from engram.clock import Clock, system_clock
@@ -21,6 +22,7 @@ from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
+from engram.service.import_jobs import ImportJobs
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
@@ -45,6 +47,7 @@ class Engram:
         secret: bytes | None = None,
         lifecycle: LifecycleConfig | None = None,
         scrubber: Scrubber | None = None,
+        imports_dir: Path | None = None,
     ) -> None:
         # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
         self.scrubber = scrubber or Scrubber()
@@ -96,6 +99,8 @@ class Engram:
         self.imports = ImportService(
             store, clock, self.environments, self.lifecycle, self.extraction
         )
+        # REST import jobs: uploads kept under imports_dir (a temporary folder when None)
+        self.import_jobs = ImportJobs(self.imports, clock, imports_dir)
         conversations = store.conversations
         self.exports = ExportService(store, self.environments, conversations, self.soul)
         self.archive = ArchiveService(store, clock, conversations)
@@ -111,6 +116,7 @@ class Engram:
                 settings.embedder, settings.model_cache, settings.embeddings_api_key
             ),
             scrubber=Scrubber(settings.scrub),
+            imports_dir=settings.home / "imports",
         )
 
     def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:
