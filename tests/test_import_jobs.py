@@ -109,6 +109,7 @@ def test_a_bad_upload_is_refused_and_nothing_kept(
             r = c.post("/api/v1/imports", params={"filename": name}, content=body)
             assert r.status_code == 422, (name, r.text)
             assert name in r.json()["error"]["message"], r.text
+            assert str(engram.import_jobs.root) not in r.text  # the server's folder unnamed
         assert c.get("/api/v1/imports").json() == []
         assert c.post("/api/v1/imports", params={"map": "x=nope"}, content=b"a").status_code == 422
         missing = "imp_" + "0" * 26
@@ -177,6 +178,7 @@ def test_a_failing_commit_is_reported_and_can_be_retried(engram: Engram, tmp_pat
     jobs.wait(job.id, WAIT)
     failed = jobs.get(job.id, LOCAL)
     assert failed.state is JobState.FAILED and failed.error and "c.zip" in failed.error
+    assert str(jobs.root) not in failed.error
     (jobs.root / job.id / job.file).write_bytes(path.read_bytes())
     jobs.commit(job.id, LOCAL)
     jobs.wait(job.id, WAIT)

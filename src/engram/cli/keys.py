@@ -1,5 +1,6 @@
 """API keys and accounts from the command line: engram keys list|create|rotate|revoke and
-engram users list|add, plus the owner bootstrap that ``engram init`` and ``engram serve`` share."""
+engram users list|add|delete, plus the owner bootstrap that ``engram init`` and ``engram serve``
+share."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from rich.table import Table
 from engram.accounts import IssuedKey, Scope
 from engram.actors import LOCAL
 from engram.cli.common import JsonOption, console, emit_json, service
+from engram.cli.erasure import print_erased
 from engram.errors import Unauthenticated
 from engram.private_files import write_private
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
 
 app = typer.Typer(help="API keys: list, create, rotate, revoke.", no_args_is_help=True)
-users_app = typer.Typer(help="Accounts: list and add users.", no_args_is_help=True)
+users_app = typer.Typer(help="Accounts: list, add and delete users.", no_args_is_help=True)
 
 
 def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey | None:
@@ -151,3 +153,29 @@ def users_add(
         return
     console.print(f"created user {user.name} ({user.id})")
     _print_issued(issued, False)
+
+
+@users_app.command("delete")
+def users_delete(
+    ctx: typer.Context,
+    user: Annotated[str, typer.Argument(help="The user's id.")],
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Also remove, for good, the environments they own (memories, versions, "
+            "vectors, conversations, captured sessions), their conversations elsewhere and "
+            "the memories they wrote there.",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Delete an account: its keys, memberships and Soul layer (admins). Refused while they
+    own environments or conversations, unless --purge. Prints what was removed and what
+    remains (audit entries hold ids, not content; backups made before are untouched)."""
+    if purge and not yes:
+        typer.confirm(f"Remove {user!r} and everything that is theirs for good?", abort=True)
+    with service(ctx) as (engram, st):
+        erased = engram.erasure.delete_user(user, st.actor, purge=purge)
+    print_erased(erased, as_json)

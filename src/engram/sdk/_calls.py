@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from engram.accounts import ApiKey, AuditEntry, AuditQuery, IssuedKey, Member, Role, Scope, User
+from engram.erasure import Erased
 from engram.errors import (
     Conflict,
     EngramError,
@@ -224,6 +225,10 @@ class AccountCalls:
 
     def users(self) -> Call[builtins.list[User]]:
         return Call("GET", "/api/v1/users", list[User])
+
+    def delete_user(self, user_id: str, *, purge: bool = False) -> Call[Erased]:
+        """Delete an account (admins); ``purge``: with everything that is theirs."""
+        return Call("DELETE", f"/api/v1/users/{user_id}", Erased, {"purge": purge})
 
     def create_user(
         self, name: str, *, password: str | None = None, is_admin: bool = False

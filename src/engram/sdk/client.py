@@ -152,6 +152,7 @@ class Accounts(_Resource[AccountCalls]):
     user = _Sync(AccountCalls.user)
     key = _Sync(AccountCalls.key)
     create_user = _Sync(AccountCalls.create_user)
+    delete_user = _Sync(AccountCalls.delete_user)
     set_password = _Sync(AccountCalls.set_password)
     keys = _Sync(AccountCalls.keys)
     create_key = _Sync(AccountCalls.create_key)
@@ -166,6 +167,7 @@ class AsyncAccounts(_Resource[AccountCalls]):
     user = _Async(AccountCalls.user)
     key = _Async(AccountCalls.key)
     create_user = _Async(AccountCalls.create_user)
+    delete_user = _Async(AccountCalls.delete_user)
     set_password = _Async(AccountCalls.set_password)
     keys = _Async(AccountCalls.keys)
     create_key = _Async(AccountCalls.create_key)
@@ -214,6 +216,7 @@ class Extraction(_Resource[ExtractionCalls]):
     extract = _Sync(ExtractionCalls.extract)
     add_messages = _Sync(ExtractionCalls.add_messages)
     get_conversation = _Sync(ExtractionCalls.get_conversation)
+    delete_conversation = _Sync(ExtractionCalls.delete_conversation)
     messages = _Sync(ExtractionCalls.messages)
 
 
@@ -221,6 +224,7 @@ class AsyncExtraction(_Resource[ExtractionCalls]):
     extract = _Async(ExtractionCalls.extract)
     add_messages = _Async(ExtractionCalls.add_messages)
     get_conversation = _Async(ExtractionCalls.get_conversation)
+    delete_conversation = _Async(ExtractionCalls.delete_conversation)
     messages = _Async(ExtractionCalls.messages)
 
 
@@ -276,10 +280,10 @@ class Client:
     delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
-    add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
-    maintain, reviews, resolve_review), ``client.imports`` (upload, get, list, commit, delete:
-    import jobs); ``client.search(query)`` and ``client.context(query)``
-    are the calls an app makes around each LLM call.
+    add_messages, get_conversation, delete_conversation, messages), ``client.lifecycle``
+    (remember, feedback, undo, maintain, reviews, resolve_review) and ``client.imports``
+    (upload, get, list, commit, delete: import jobs); ``client.search(query)`` and
+    ``client.context(query)`` are the calls an app makes around each LLM call.
 
     Writes carry a fresh ``Idempotency-Key`` each, and failures that are safe to retry (the
     connection lost, 429, 503) are retried as ``retry`` says (:class:`Retry`: 5 tries with

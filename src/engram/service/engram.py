@@ -20,6 +20,7 @@ from engram.service.audit import AuditLog
 from engram.service.capture import CaptureService
 from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
+from engram.service.erasure import ErasureService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
 from engram.service.import_jobs import ImportJobs
@@ -101,6 +102,14 @@ class Engram:
         )
         # REST import jobs: uploads kept under imports_dir (a temporary folder when None)
         self.import_jobs = ImportJobs(self.imports, clock, imports_dir)
+        # deletion that means it: conversations and accounts, for good
+        self.erasure = ErasureService(
+            store,
+            self.environments,
+            self.audit,
+            self.extraction.get_conversation,
+            self.import_jobs.forget_user,
+        )
         conversations = store.conversations
         self.exports = ExportService(store, self.environments, conversations, self.soul)
         self.archive = ArchiveService(store, clock, conversations)

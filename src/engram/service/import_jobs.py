@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO
@@ -73,7 +74,8 @@ class ImportJobs:
                 shutil.copyfileobj(data, out, 1 << 20)
             if path.stat().st_size == 0:
                 raise InvalidInput(f"{name}: the upload is empty", file=name)
-            bundle = self._imports.read(path, csv_map=csv_map, limits=limits)
+            with _named(path, name):
+                bundle = self._imports.read(path, csv_map=csv_map, limits=limits)
             preview = self._imports.preview(bundle, actor, environment, file=name)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
@@ -128,7 +130,8 @@ class ImportJobs:
 
         try:
             path = self._root / job.id / job.file
-            bundle = self._imports.read(path, csv_map=job.csv_map)
+            with _named(path, job.file):
+                bundle = self._imports.read(path, csv_map=job.csv_map)
             report = self._imports.commit(
                 bundle, actor, job.environment, file=job.file, progress=progress
             )
@@ -197,6 +200,17 @@ class ImportJobs:
             self._jobs.pop(job_id, None)
         return job
 
+    def forget_user(self, user_id: str) -> int:
+        """Remove every job of ``user_id`` and its uploaded file (an account purge); return how
+        many. A running job is stopped from being found again, its upload removed."""
+        removed = 0
+        with self._lock:
+            for job in self.list(Actor(user_id, "local")):
+                shutil.rmtree(self._root / job.id, ignore_errors=True)
+                self._jobs.pop(job.id, None)
+                removed += 1
+        return removed
+
     def wait(self, job_id: str, timeout: float | None = None) -> None:
         """Block until the job's background commit (if any) ends: for tests and shutdown."""
         thread = self._threads.get(job_id)
@@ -239,6 +253,20 @@ class ImportJobs:
         tmp.replace(folder / "job.json")
         with self._lock:
             self._lock.notify_all()
+
+
+@contextmanager
+def _named(path: Path, name: str) -> Iterator[None]:
+    """Errors about the kept upload name the file as the user sent it, never the server's
+    folder."""
+    try:
+        yield
+    except EngramError as exc:
+        where = str(path)
+        details = {
+            k: v.replace(where, name) if isinstance(v, str) else v for k, v in exc.details.items()
+        }
+        raise type(exc)(exc.message.replace(where, name), **details) from None
 
 
 def event_lines(job: ImportJob | None) -> str:

@@ -153,3 +153,16 @@ class RowMapper:
             row[7],
             row[8],
         )
+
+
+USER_ROWS = (
+    ("api_keys", "user_id"),
+    ("environment_members", "user_id"),
+    ("soul_blocks", "owner"),
+    ("soul_block_versions", "owner"),
+    ("soul_snapshots", "owner"),
+    ("idempotency_keys", "user_id"),
+    ("users", "id"),
+)
+"""An account's own rows (both dialects), by the column naming the user: keys before the
+user they name. :meth:`engram.store.protocol.Store.erase` deletes them."""

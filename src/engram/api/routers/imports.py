@@ -14,16 +14,19 @@ from typing import Annotated, Any, BinaryIO, cast
 
 from fastapi import APIRouter, Path, Query, Request, status
 from fastapi.responses import StreamingResponse
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.errors import InvalidInput
 from engram.limits import MAX_IMPORT_BYTES
 from engram.portability.report import ImportJob
-from engram.portability.tabular import parse_mapping
+from engram.portability.tabular import FIELDS, parse_mapping
 from engram.service.import_jobs import event_lines
 
 router = APIRouter(tags=["imports"])
+
+_MAP_PATTERN = rf"^[^=]*\S[^=]*=\s*({'|'.join(FIELDS)})\s*$"
 
 JobPath = Annotated[
     str, Path(pattern=r"^imp_[0-9a-z]{26}$", description="An import job's id ('imp_…')")
@@ -64,7 +67,7 @@ async def upload(
         str | None, Query(max_length=200, description="Target environment (default: yours)")
     ] = None,
     map_: Annotated[
-        list[str] | None,
+        list[Annotated[str, Field(pattern=_MAP_PATTERN, max_length=300)]] | None,
         Query(
             alias="map",
             max_length=50,
