@@ -30,6 +30,7 @@ from engram.service.memories import MemoryService
 from engram.service.portability import ImportService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
+from engram.service.vault import VaultService
 from engram.store import Store, open_store
 
 
@@ -110,6 +111,8 @@ class Engram:
             self.extraction.get_conversation,
             self.import_jobs.forget_user,
         )
+        # the Markdown vault: a file per memory, synced both ways
+        self.vault = VaultService(store, self.environments, self.memories, self.lifecycle)
         conversations = store.conversations
         self.exports = ExportService(store, self.environments, conversations, self.soul)
         self.archive = ArchiveService(store, clock, conversations)
