@@ -22,6 +22,7 @@ from engram.portability.report import ImportJob, JobState
 from engram.sdk import Client
 from engram.service.import_jobs import ImportJobs
 from tests import export_fixtures as fx
+from tests.scrub_fixtures import fakes
 from tests.test_api_live import running
 
 WAIT = 60.0
@@ -183,6 +184,22 @@ def test_a_failing_commit_is_reported_and_can_be_retried(engram: Engram, tmp_pat
     jobs.commit(job.id, LOCAL)
     jobs.wait(job.id, WAIT)
     assert jobs.get(job.id, LOCAL).state is JobState.DONE
+
+
+def test_the_preview_is_scrubbed_and_a_done_upload_not_kept(engram: Engram, tmp_path: Path) -> None:
+    secret = fakes()[0]
+    path = tmp_path / "memories.txt"
+    path.write_text(f"[2026-01-05] - My deploy token is {secret.text}\n")
+    with path.open("rb") as f:
+        job = engram.import_jobs.upload(LOCAL, "memories.txt", f)
+    assert job.preview.sample and secret.tail not in job.preview.model_dump_json()
+    assert secret.tail not in (engram.import_jobs.root / job.id / "job.json").read_text()
+    engram.import_jobs.commit(job.id, LOCAL)
+    engram.import_jobs.wait(job.id, WAIT)
+    assert engram.import_jobs.get(job.id, LOCAL).state is JobState.DONE
+    files = [p for p in (engram.import_jobs.root / job.id).iterdir()]
+    assert [p.name for p in files] == ["job.json"]
+    assert all(secret.tail not in p.read_text() for p in files)
 
 
 def test_an_upload_into_an_unknown_environment_is_refused(engram: Engram, tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ class Engram:
             store, clock, self.environments, self.lifecycle, self.extraction
         )
         # REST import jobs: uploads kept under imports_dir (a temporary folder when None)
-        self.import_jobs = ImportJobs(self.imports, clock, imports_dir)
+        self.import_jobs = ImportJobs(self.imports, clock, imports_dir, self.scrubber)
         # deletion that means it: conversations and accounts, for good
         self.erasure = ErasureService(
             store,

@@ -2,7 +2,8 @@
 background, follow its progress (a status and a stream of updates).
 
 A job is a folder under the jobs root (``<home>/imports/<job id>/``) holding the uploaded file
-and ``job.json`` (its state), so a job outlives the server process. The commit is
+and ``job.json`` (its state, the preview's sample scrubbed), so a job outlives the server
+process; once done, the upload is removed. The commit is
 :meth:`ImportService.commit`, exactly as ``engram import`` runs it: every item's key goes into
 the import ledger once stored, so a job that failed or was cut off by a restart can be
 committed again and resumes where it stopped, adding nothing twice.
@@ -28,6 +29,7 @@ from engram.errors import Conflict, EngramError, InvalidInput, NotFound
 from engram.ids import new_id
 from engram.portability.reading import DEFAULT_LIMITS, Limits
 from engram.portability.report import ImportJob, JobState
+from engram.scrub import Scrubber, scrub_value
 from engram.service.portability import ImportService
 
 JOB_PREFIX = "imp_"
@@ -38,8 +40,15 @@ _SAVE_EVERY = 0.5
 
 
 class ImportJobs:
-    def __init__(self, imports: ImportService, clock: Clock, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        imports: ImportService,
+        clock: Clock,
+        root: Path | None = None,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self._imports = imports
+        self._scrubber = scrubber or Scrubber()
         self._clock = clock
         self._root = root or Path(tempfile.mkdtemp(prefix="engram-imports-"))
         self._lock = threading.Condition()
@@ -76,7 +85,10 @@ class ImportJobs:
                 raise InvalidInput(f"{name}: the upload is empty", file=name)
             with _named(path, name):
                 bundle = self._imports.read(path, csv_map=csv_map, limits=limits)
-            preview = self._imports.preview(bundle, actor, environment, file=name)
+            # the preview's sample is the export's own text: kept and shown scrubbed
+            preview = scrub_value(
+                self._scrubber, self._imports.preview(bundle, actor, environment, file=name)
+            )[0]
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -140,6 +152,8 @@ class ImportJobs:
         except Exception as exc:  # a job records why it stopped
             self._finish(job.id, state=JobState.FAILED, error=f"{type(exc).__name__}: {exc}")
         else:
+            # done: the raw upload (unscrubbed text) is not kept; the job and its report stay
+            (self._root / job.id / job.file).unlink(missing_ok=True)
             self._finish(job.id, state=JobState.DONE, report=report)
 
     def _finish(self, job_id: str, **changes: object) -> None:
