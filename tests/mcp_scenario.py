@@ -35,6 +35,7 @@ TOOLS = {
     "create_environment",
     "feedback",
     "extract_memories",
+    "delete_conversation",
     "maintain",
     "list_sessions",
     "get_session_observations",
@@ -194,6 +195,9 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
         **where,
     )
     assert extracted["dry_run"] is True
+    gone = await call.error("delete_conversation", conversation_id="cnv_nope")
+    assert "not_found: conversation 'cnv_nope' does not exist" in gone  # tests/test_erasure.py
+    call.called.add("delete_conversation")
     report = await call("maintain", **where)
     assert report["dry_run"] is True
 
