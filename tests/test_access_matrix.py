@@ -24,7 +24,9 @@ reach callers without a role in it.
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +48,7 @@ from engram.models import Layer, NewMemory, ProcedureDetails
 from engram.service.extraction import ConversationInput
 from engram.store.reviews import ReviewItem
 from tests import test_api_live
+from tests.export_fixtures import chatgpt_conversation
 from tests.mcp_scenario import text_of
 from tests.test_api_live import Live
 
@@ -152,6 +155,18 @@ class World:
         )
         self.engram.store.reviews.put_review(item)
         return item.id
+
+    def job(self, caller: Caller) -> str:
+        """An import job of the caller's own (uploaded into their own default environment)."""
+        data = json.dumps([chatgpt_conversation(self.unique("j"), "Tea", [("user", "tea")])])
+        job = self.engram.import_jobs.upload(
+            Actor(caller.user_id, "local"), "c.json", io.BytesIO(data.encode())
+        )
+        return job.id
+
+    def account(self) -> str:
+        """A fresh account that owns nothing (so deleting it needs no purge)."""
+        return self.engram.accounts.create_user(self.unique("gone"), LOCAL).id
 
     def conversation(self) -> str:
         data = ConversationInput(
@@ -507,6 +522,34 @@ CASES: dict[str, Case] = {
     f"POST {V1}/conversations/{{conversation_id}}/extract": Case(
         Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}/extract", json={})
     ),
+    f"DELETE {V1}/conversations/{{conversation_id}}": Case(
+        Rule.ENV_OWNER, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}")
+    ),
+    f"DELETE {V1}/users/{{user_id}}": Case(
+        Rule.ADMIN, lambda w, c: Call(f"{V1}/users/{w.account()}")
+    ),
+    # import jobs: an upload writes to the environment it names; a job is its owner's alone
+    f"POST {V1}/imports": Case(
+        Rule.ENV_WRITE,
+        lambda w, c: Call(
+            f"{V1}/imports",
+            {"environment": w.shared_env, "filename": "c.json"},
+            [chatgpt_conversation(w.unique("u"), "Tea", [("user", "I like tea.")])],
+        ),
+    ),
+    f"GET {V1}/imports": _fixed(Rule.OWN_READ, f"{V1}/imports"),
+    f"GET {V1}/imports/{{job_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/imports/{w.job(c)}")
+    ),
+    f"GET {V1}/imports/{{job_id}}/events": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/imports/{w.job(c)}/events")
+    ),
+    f"POST {V1}/imports/{{job_id}}/commit": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/imports/{w.job(c)}/commit")
+    ),
+    f"DELETE {V1}/imports/{{job_id}}": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/imports/{w.job(c)}")
+    ),
     # coding-agent capture: events carry their project (here the shared environment's id)
     f"POST {V1}/capture/events": Case(
         Rule.PROJECT_WRITE, lambda w, c: Call(f"{V1}/capture/events", json=w.events("prompt"))
@@ -580,6 +623,7 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "feedback": (Rule.ENV_WRITE, _mem(kind="helpful")),
     "maintain": (Rule.ENV_WRITE, _env()),
     "extract_memories": (Rule.ENV_WRITE, _env(messages=TEA)),
+    "delete_conversation": (Rule.ENV_OWNER, lambda w, c: {"conversation_id": w.conversation()}),
     "list_sessions": (Rule.ENV_READ, _env()),
     "get_session_observations": (Rule.ENV_READ, lambda w, c: {"session": w.session()}),
     "search_observations": (Rule.ENV_READ, _env(query="nightly build tea")),

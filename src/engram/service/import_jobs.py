@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
+from engram.accounts import Scope
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import Conflict, EngramError, InvalidInput, NotFound
@@ -30,6 +31,7 @@ from engram.ids import new_id
 from engram.portability.reading import DEFAULT_LIMITS, Limits
 from engram.portability.report import ImportJob, JobState
 from engram.scrub import Scrubber, scrub_value
+from engram.service.environments import require_scope
 from engram.service.portability import ImportService
 
 JOB_PREFIX = "imp_"
@@ -112,8 +114,10 @@ class ImportJobs:
     def commit(self, job_id: str, actor: Actor) -> ImportJob:
         """Start storing the job's file in the background; answer at once (state running).
         A job that failed (or was cut off) resumes; a running or finished one is refused."""
+        require_scope(actor, Scope.WRITE)
         with self._lock:
             job = self._get(job_id, actor)
+            self._imports.target(job.environment, actor)  # refused now, not in the background
             if job.state is JobState.RUNNING:
                 raise Conflict(f"import job {job_id} is already running")
             if job.state is JobState.DONE:
@@ -166,11 +170,13 @@ class ImportJobs:
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, job_id: str, actor: Actor) -> ImportJob:
+        require_scope(actor, Scope.READ)
         with self._lock:
             return self._get(job_id, actor)
 
     def list(self, actor: Actor) -> list[ImportJob]:
         """The caller's jobs, newest first."""
+        require_scope(actor, Scope.READ)
         if not self._root.is_dir():
             return []
         ids = sorted(p.name for p in self._root.iterdir() if _JOB_ID.fullmatch(p.name))
@@ -187,6 +193,7 @@ class ImportJobs:
     ) -> Iterator[ImportJob | None]:
         """The job now, then again each time it changes, until it is no longer running; None
         when ``heartbeat`` seconds pass without a change (so a stream can keep alive)."""
+        require_scope(actor, Scope.READ)
         with self._lock:
             job = self._get(job_id, actor)
         yield job
@@ -206,6 +213,7 @@ class ImportJobs:
     def delete(self, job_id: str, actor: Actor) -> ImportJob:
         """Remove a job and its uploaded file (not what it imported). A running job is
         refused."""
+        require_scope(actor, Scope.WRITE)
         with self._lock:
             job = self._get(job_id, actor)
             if job.state is JobState.RUNNING:
@@ -219,7 +227,7 @@ class ImportJobs:
         many. A running job is stopped from being found again, its upload removed."""
         removed = 0
         with self._lock:
-            for job in self.list(Actor(user_id, "local")):
+            for job in self.list(Actor(user_id, "local")):  # every scope: the purge's own
                 shutil.rmtree(self._root / job.id, ignore_errors=True)
                 self._jobs.pop(job.id, None)
                 removed += 1

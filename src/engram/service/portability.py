@@ -99,6 +99,10 @@ class ImportService:
             raise InvalidInput(f"{path}: an Engram archive; restore it with the archive import")
         return read_bundle(entries, csv_map)
 
+    def target(self, environment: str | None, actor: Actor) -> Environment:
+        """The environment an import into ``environment`` writes to, if the actor may."""
+        return self._envs.resolve(environment, actor, Access.WRITER)
+
     # -- preview -------------------------------------------------------------------------------
     def preview(
         self, bundle: Bundle, actor: Actor, environment: str | None = None, *, file: str = ""
