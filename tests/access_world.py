@@ -7,6 +7,7 @@ environments with their planted markers, and the shape of a REST case.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from engram.models import Layer, NewMemory, ProcedureDetails
 from engram.service.extraction import ConversationInput
 from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord
 from engram.store.reviews import ReviewItem
+from tests.export_fixtures import chatgpt_conversation
 
 STRANGER_MARK = "zebramarkerstranger"
 """Planted in every kind of record of an environment none of the callers may see."""
@@ -192,6 +194,18 @@ class World:
         )
         store.create_grant(grant, CodeRecord(self.unique("code"), grant.id, "c", "x", True, now))
         return grant.id
+
+    def job(self, caller: Caller) -> str:
+        """An import job of the caller's own (uploaded into their own default environment)."""
+        data = json.dumps([chatgpt_conversation(self.unique("j"), "Tea", [("user", "tea")])])
+        job = self.engram.import_jobs.upload(
+            Actor(caller.user_id, "local"), "c.json", io.BytesIO(data.encode())
+        )
+        return job.id
+
+    def account(self) -> str:
+        """A fresh account that owns nothing (so deleting it needs no purge)."""
+        return self.engram.accounts.create_user(self.unique("gone"), LOCAL).id
 
     def block(self, caller: Caller) -> str:
         for text in ("first", "second"):

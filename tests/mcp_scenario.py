@@ -39,6 +39,7 @@ TOOLS = {
     "create_environment",
     "feedback",
     "extract_memories",
+    "delete_conversation",
     "maintain",
     "list_sessions",
     "get_session_observations",
@@ -209,6 +210,9 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
         **where,
     )
     assert extracted["dry_run"] is True
+    gone = await call.error("delete_conversation", conversation_id="cnv_nope")
+    assert "not_found: conversation 'cnv_nope' does not exist" in gone  # tests/test_erasure.py
+    call.called.add("delete_conversation")
     report = await call("maintain", **where)
     assert report["dry_run"] is True
 

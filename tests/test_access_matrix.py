@@ -47,6 +47,7 @@ from tests.access_world import (
     build_world,
     expected,
 )
+from tests.export_fixtures import chatgpt_conversation
 from tests.mcp_scenario import text_of
 from tests.test_api_live import Live
 
@@ -287,6 +288,34 @@ CASES: dict[str, Case] = {
     f"POST {V1}/conversations/{{conversation_id}}/extract": Case(
         Rule.ENV_WRITE, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}/extract", json={})
     ),
+    f"DELETE {V1}/conversations/{{conversation_id}}": Case(
+        Rule.ENV_OWNER, lambda w, c: Call(f"{V1}/conversations/{w.conversation()}")
+    ),
+    f"DELETE {V1}/users/{{user_id}}": Case(
+        Rule.ADMIN, lambda w, c: Call(f"{V1}/users/{w.account()}")
+    ),
+    # import jobs: an upload writes to the environment it names; a job is its owner's alone
+    f"POST {V1}/imports": Case(
+        Rule.ENV_WRITE,
+        lambda w, c: Call(
+            f"{V1}/imports",
+            {"environment": w.shared_env, "filename": "c.json"},
+            [chatgpt_conversation(w.unique("u"), "Tea", [("user", "I like tea.")])],
+        ),
+    ),
+    f"GET {V1}/imports": _fixed(Rule.OWN_READ, f"{V1}/imports"),
+    f"GET {V1}/imports/{{job_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/imports/{w.job(c)}")
+    ),
+    f"GET {V1}/imports/{{job_id}}/events": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/imports/{w.job(c)}/events")
+    ),
+    f"POST {V1}/imports/{{job_id}}/commit": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/imports/{w.job(c)}/commit")
+    ),
+    f"DELETE {V1}/imports/{{job_id}}": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/imports/{w.job(c)}")
+    ),
     # coding-agent capture: events carry their project (here the shared environment's id)
     f"POST {V1}/capture/events": Case(
         Rule.PROJECT_WRITE, lambda w, c: Call(f"{V1}/capture/events", json=w.events("prompt"))
@@ -367,6 +396,7 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "feedback": (Rule.ENV_WRITE, _mem(kind="helpful")),
     "maintain": (Rule.ENV_WRITE, _env()),
     "extract_memories": (Rule.ENV_WRITE, _env(messages=TEA)),
+    "delete_conversation": (Rule.ENV_OWNER, lambda w, c: {"conversation_id": w.conversation()}),
     "list_sessions": (Rule.ENV_READ, _env()),
     "get_session_observations": (Rule.ENV_READ, lambda w, c: {"session": w.session()}),
     "search_observations": (Rule.ENV_READ, _env(query="nightly build tea")),

@@ -41,6 +41,8 @@ from engram.store.sqlite import SQLiteStore
 pytestmark = pytest.mark.slow
 ALL_SCOPES = [Scope.READ, Scope.WRITE, Scope.ADMIN]
 EXAMPLES = 10
+EXPORT = b"[2026-01-05] - Prefers green tea in the afternoon\n"
+"""A valid upload: a ChatGPT memory list of one line."""
 KNOWN_GAPS: dict[str, str] = {}
 """Operation -> a check that cannot hold there yet (none today: every check runs everywhere)."""
 
@@ -102,6 +104,8 @@ def _check_all(fuzzed: Fuzzed, operation: Any, mode: GenerationMode) -> None:
             return  # the test always sends its key; a missing one is the access tests' matter
         if mode is GenerationMode.POSITIVE and _reversed_period(case.body):
             return  # the one rule JSON Schema cannot state; README and field description do
+        if mode is GenerationMode.POSITIVE and operation.label == "POST /api/v1/imports":
+            case.body = EXPORT  # the other rule no schema states: the bytes are an export
         if mode is GenerationMode.POSITIVE and "key_id" in (case.path_parameters or {}):
             case.path_parameters = {**case.path_parameters, "key_id": fuzzed.spare_key()}
         if mode is GenerationMode.POSITIVE and case.headers and "Idempotency-Key" in case.headers:

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import docx
@@ -19,6 +20,7 @@ from engram import LOCAL, Engram
 from engram.errors import Conflict, InvalidInput
 from engram.models import Layer, MemoryFilter, MemoryPatch, NewMemory, Status
 from engram.portability.reading import read_input
+from engram.store.providers import ProviderRecord
 from engram.store.sqlite import SQLiteStore
 from tests import export_fixtures as fx
 
@@ -38,6 +40,17 @@ def _seed(engram: Engram, tmp_path: Path) -> None:
     engram.imports.commit(engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip")), LOCAL)
     engram.soul.set_block("communication_style", LOCAL, text="Be brief and direct.")
     engram.soul.snapshot(LOCAL, label="before")
+    engram.store.providers.put_provider(
+        ProviderRecord(
+            name="local-llm",
+            kind="openai",
+            base_url="http://127.0.0.1:11434/v1",
+            model="llama3",
+            encrypted_key=b"ciphertext stays with the home",
+            timeout=30.0,
+            created_at=datetime(2026, 1, 2, tzinfo=UTC),
+        )
+    )
 
 
 def test_memories_in_every_format(engram: Engram, tmp_path: Path) -> None:
@@ -127,6 +140,10 @@ def test_archive_round_trip_is_byte_identical(engram: Engram, tmp_path: Path) ->
     try:
         report = fresh.archive.restore(entries, LOCAL)
         assert all(report.checks.values()), report.checks
+        assert report.counts["settings"] == 1  # the home's settings come along
+        provider = fresh.store.providers.get_provider("local-llm")
+        assert provider is not None and provider.model == "llama3"
+        assert provider.encrypted_key is None  # the API key stays with the home
         assert report.counts["memories"] == engram.store.count(MemoryFilter(statuses=list(Status)))
         second = fresh.archive.export(LOCAL)
         with pytest.raises(Conflict, match="not empty"):

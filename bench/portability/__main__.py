@@ -3,6 +3,7 @@
 the archive round trip.
 
     python -m bench.portability [--conversations 2000] [--messages 20] [--memories 100000]
+        [--memory-list 5000]
 
 Runs on a SQLite file in a temporary folder, keyword-only (no embedder), like ``engram`` with
 ENGRAM_EMBEDDER=none.
@@ -82,6 +83,7 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=2000)
     ap.add_argument("--messages", type=int, default=20)
     ap.add_argument("--memories", type=int, default=100_000)
+    ap.add_argument("--memory-list", type=int, default=5000)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -103,6 +105,23 @@ def main() -> None:
             print(
                 f"re-import: {again.already_imported} already imported, "
                 f"{again.messages_added} messages added, {time.perf_counter() - t1:.1f} s"
+            )
+        listing = root / "memories.txt"
+        listing.write_text(
+            "".join(
+                f"[2026-01-{1 + i % 28:02d}] - I prefer {_TOPICS[i % len(_TOPICS)]} for task {i}\n"
+                for i in range(args.memory_list)
+            )
+        )
+        with Engram(SQLiteStore(root / "list.db")) as engram:
+            t0 = time.perf_counter()
+            listed = engram.imports.commit(engram.imports.read(listing), LOCAL)
+            took = time.perf_counter() - t0
+            n = args.memory_list
+            print(
+                f"memory list: {n} memories in {took:.1f} s = {n / took:.0f} memories/s; "
+                f"{listed.memories_created} created, {listed.memories_merged} merged, "
+                f"{listed.memories_superseded} superseding, {listed.memories_queued} queued"
             )
         with Engram(SQLiteStore(root / "export.db")) as engram:
             batch = [

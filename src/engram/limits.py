@@ -67,6 +67,9 @@ MAX_CONTEXT_TOKENS = 200_000
 
 # -- HTTP --------------------------------------------------------------------------------------
 MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_IMPORT_BYTES = 2 * 1024 * 1024 * 1024
+"""An uploaded export (POST /api/v1/imports), as large as ``engram import`` reads."""
+IMPORT_UPLOAD_PATH = "/api/v1/imports"
 """A request body; larger is 413."""
 MAX_URL_BYTES = 16_384
 """Path and query string of a request; longer is 414."""

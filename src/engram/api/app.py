@@ -22,6 +22,7 @@ from engram.api.routers import (
     extraction,
     facts,
     health,
+    imports,
     keys,
     maintenance,
     memories,
@@ -57,6 +58,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/capture", capture.router),
     ("/profile", profile.router),
     ("/providers", providers.router),
+    ("/imports", imports.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -1,7 +1,8 @@
 """The HTTP limits, checked before a request reaches a route: a URL longer than
 :data:`~engram.limits.MAX_URL_BYTES` is 414, headers over
 :data:`~engram.limits.MAX_HEADER_BYTES` are 431, a body over
-:data:`~engram.limits.MAX_BODY_BYTES` is 413, and a NUL (``%00``) in the path or query is 422,
+:data:`~engram.limits.MAX_BODY_BYTES` is 413 (an uploaded export,
+:data:`~engram.limits.MAX_IMPORT_BYTES`), and a NUL (``%00``) in the path or query is 422,
 each with the one error body.
 
 A refused request's body is read and discarded (up to :data:`_DRAIN_BYTES`) before the answer,
@@ -16,7 +17,13 @@ from typing import Any
 from starlette.exceptions import HTTPException
 
 from engram.api.errors import error_response
-from engram.limits import MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URL_BYTES
+from engram.limits import (
+    IMPORT_UPLOAD_PATH,
+    MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+    MAX_IMPORT_BYTES,
+    MAX_URL_BYTES,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -29,8 +36,15 @@ _DRAIN_BYTES = 8 * MAX_BODY_BYTES
 
 
 class BodyTooLarge(HTTPException):
-    def __init__(self) -> None:
-        super().__init__(413, f"the request body is over the limit of {MAX_BODY_BYTES} bytes")
+    def __init__(self, limit: int = MAX_BODY_BYTES) -> None:
+        super().__init__(413, f"the request body is over the limit of {limit} bytes")
+
+
+def body_limit(scope: Scope) -> int:
+    """The largest body the request may carry: an upload of an export may be large."""
+    if scope.get("method") == "POST" and scope["path"] == IMPORT_UPLOAD_PATH:
+        return MAX_IMPORT_BYTES
+    return MAX_BODY_BYTES
 
 
 class RequestLimits:
@@ -52,7 +66,7 @@ class RequestLimits:
                 response.headers["Connection"] = "close"
             await response(scope, receive, send)
             return
-        await self.app(scope, _bounded(receive), send)
+        await self.app(scope, _bounded(receive, body_limit(scope)), send)
 
 
 def _refusal(scope: Scope) -> tuple[int, str, str] | None:
@@ -66,8 +80,9 @@ def _refusal(scope: Scope) -> tuple[int, str, str] | None:
     if b"%00" in path or b"%00" in query or b"\x00" in path:
         return 422, "invalid_input", "the URL holds a NUL character (%00): NUL is not allowed"
     for name, value in headers:
-        if name == b"content-length" and value.isdigit() and int(value) > MAX_BODY_BYTES:
-            return 413, "payload_too_large", BodyTooLarge().detail
+        limit = body_limit(scope)
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            return 413, "payload_too_large", BodyTooLarge(limit).detail
     return None
 
 
@@ -84,7 +99,7 @@ async def _drain(receive: Receive, seen: int) -> bool:
             return True
 
 
-def _bounded(receive: Receive) -> Receive:
+def _bounded(receive: Receive, limit: int) -> Receive:
     """``receive`` that raises 413 once the body passes the limit (after draining the rest)."""
     seen = 0
 
@@ -93,10 +108,10 @@ def _bounded(receive: Receive) -> Receive:
         message = await receive()
         if message["type"] == "http.request":
             seen += len(message.get("body", b""))
-            if seen > MAX_BODY_BYTES:
+            if seen > limit:
                 if message.get("more_body", False):
                     await _drain(receive, seen)
-                raise BodyTooLarge()
+                raise BodyTooLarge(limit)
         return message
 
     return wrapped

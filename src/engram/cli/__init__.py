@@ -14,6 +14,7 @@ from engram.cli import (
     audit,
     backup,
     env,
+    erasure,
     extract,
     hooks,
     keys,
@@ -104,6 +105,7 @@ maintain.register(app)
 app.add_typer(env.app, name="env")
 app.add_typer(keys.app, name="keys")
 app.add_typer(keys.users_app, name="users")
+app.add_typer(erasure.app, name="conversations")
 audit.register(app)
 extract.register(app)
 serve.register(app)

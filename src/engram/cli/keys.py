@@ -1,5 +1,5 @@
 """API keys and accounts from the command line: engram keys list|create|rotate|revoke|grants
-and engram users list|add|passwd, plus the owner bootstrap that ``engram init`` and
+and engram users list|add|passwd|delete, plus the owner bootstrap that ``engram init`` and
 ``engram serve`` share. ``grants`` lists the remote MCP clients signed in through OAuth;
 ``revoke`` takes a key id or a grant id (``grt_…``)."""
 
@@ -15,6 +15,7 @@ from rich.table import Table
 
 from engram.accounts import IssuedKey, Scope
 from engram.cli.common import JsonOption, console, emit_json, service
+from engram.cli.erasure import print_erased
 from engram.errors import NotFound
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
@@ -24,7 +25,9 @@ app = typer.Typer(
     help="API keys (list, create, rotate, revoke) and OAuth grants (grants, revoke grt_…).",
     no_args_is_help=True,
 )
-users_app = typer.Typer(help="Accounts: list and add users, set a password.", no_args_is_help=True)
+users_app = typer.Typer(
+    help="Accounts: list, add and delete users, set a password.", no_args_is_help=True
+)
 
 
 def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey | None:
@@ -205,3 +208,29 @@ def users_passwd(
             raise NotFound(f"user {wanted!r} does not exist", user=wanted)
         engram.accounts.set_password(found.id, password, st.actor)
     console.print(f"password set for {found.name} ({found.id}); sign in at /ui on engram serve")
+
+
+@users_app.command("delete")
+def users_delete(
+    ctx: typer.Context,
+    user: Annotated[str, typer.Argument(help="The user's id.")],
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Also remove, for good, the environments they own (memories, versions, "
+            "vectors, conversations, captured sessions), their conversations elsewhere and "
+            "the memories they wrote there.",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Delete an account: its keys, memberships and Soul layer (admins). Refused while they
+    own environments or conversations, unless --purge. Prints what was removed and what
+    remains (audit entries hold ids, not content; backups made before are untouched)."""
+    if purge and not yes:
+        typer.confirm(f"Remove {user!r} and everything that is theirs for good?", abort=True)
+    with service(ctx) as (engram, st):
+        erased = engram.erasure.delete_user(user, st.actor, purge=purge)
+    print_erased(erased, as_json)

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from engram.actors import Actor
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service
-from engram.errors import InvalidInput, StorageError
+from engram.errors import InvalidInput, MissingDependency, StorageError
 from engram.models import Layer, MemoryFilter, Status
 from engram.portability.archive import read as read_archive
 from engram.portability.bundle import from_iso
@@ -126,8 +126,9 @@ def export(
         typer.Option(
             "--format",
             "-f",
-            help="memories: json, markdown, xlsx, docx, pdf; conversations: markdown, docx, "
-            "pdf; soul: json, markdown. Default: from the file's suffix.",
+            help="memories: json, markdown, xlsx, docx, pdf, vault (OUTPUT is a folder: a "
+            "Markdown file per memory, see engram sync); conversations: markdown, docx, pdf; "
+            "soul: json, markdown. Default: from the file's suffix.",
         ),
     ] = "",
     env: Annotated[
@@ -157,6 +158,12 @@ def export(
     """Export memories, conversations or the Soul as documents, or everything as an archive
     (a zip of JSON Lines with a manifest of per-collection SHA-256 checksums; see the README).
     """
+    if fmt == "vault":
+        with service(ctx) as (engram, st):
+            target = st.current_environment(env) if env else None
+            report = engram.vault.export(output, st.actor, target)
+        console.print(f"wrote vault {output} ({len(report.written)} files changed)")
+        return
     with service(ctx) as (engram, st):
         if archive_ or account:
             data = engram.archive.export(st.actor, account=account, vectors=vectors)
@@ -236,6 +243,63 @@ def _print_report(r: ImportReport) -> None:
         console.print("environments created: " + ", ".join(r.environments_created))
 
 
+def sync(
+    ctx: typer.Context,
+    folder: Annotated[Path, typer.Argument(help="A vault written by engram export -f vault.")],
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch", help="Keep syncing: on every file change, and every --every seconds."
+        ),
+    ] = False,
+    every: Annotated[
+        float, typer.Option("--every", min=0.5, help="--watch: seconds between syncs.")
+    ] = 10.0,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Sync a Markdown vault both ways: an edited file becomes a new version ("edited in the
+    vault"), a deleted file a soft delete, a new file (in a layer folder) a new memory through
+    the lifecycle; memories changed in Engram are written to their files. When a file and its
+    memory both changed, nothing is overwritten: Engram's version goes in the file, the edit is
+    kept as <id>.conflict.md, and the conflict is reported. --watch needs the 'vault' extra
+    (watchfiles)."""
+    with service(ctx) as (engram, st):
+        _print_sync(engram.vault.sync(folder, st.actor).as_dict(), as_json)
+        if not watch:
+            return
+        try:
+            import watchfiles
+        except ImportError as exc:
+            raise MissingDependency(
+                "engram sync --watch needs watchfiles: pip install 'engram[vault]'"
+            ) from exc
+        console.print(f"watching {folder} (Ctrl-C to stop)")
+        for _ in watchfiles.watch(
+            folder,
+            watch_filter=lambda _change, path: path.endswith(".md"),
+            rust_timeout=int(every * 1000),
+            yield_on_timeout=True,
+        ):
+            _print_sync(engram.vault.sync(folder, st.actor).as_dict(), as_json, quiet=True)
+
+
+def _print_sync(report: dict[str, list[str]], as_json: bool, *, quiet: bool = False) -> None:
+    if as_json:
+        emit_json(report)
+        return
+    if quiet and not any(report.values()):
+        return
+    counts = ", ".join(f"{len(v)} {k}" for k, v in report.items() if k not in _DETAIL and v)
+    console.print(f"synced: {counts or 'nothing to do'}")
+    for kind in _DETAIL:
+        for line in report[kind]:
+            console.print(f"  {kind[:-1]}: {line}", markup=False)
+
+
+_DETAIL = ("conflicts", "errors")
+
+
 def register(app: typer.Typer) -> None:
     app.command("import")(import_)
     app.command("export")(export)
+    app.command("sync")(sync)

@@ -20,6 +20,9 @@ conversations      ``{"conversation", "state": ExtractionState, "messages": [Mes
 reviews            ``ReviewItem``
 audit              ``AuditEntry``
 imports            ``{"environment_id", "key", "target"}`` (the import ledger)
+settings           ``{"kind", "name", "value"}``: the home's settings kept in the store, today
+                   ``llm_provider`` (``value``: kind, base_url, model, timeout, created_at; the
+                   API key stays with the home). Whole-home archives only.
 =================  ===========================================================================
 """
 
@@ -50,6 +53,7 @@ COLLECTIONS = (
     "reviews",
     "audit",
     "imports",
+    "settings",
 )
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip entry times: the same content, the same bytes
 

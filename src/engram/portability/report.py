@@ -1,7 +1,11 @@
 """What an import shows before it commits (:class:`ImportPreview`) and what it did
-(:class:`ImportReport`): plain data shared by the service, the edges and the SDK."""
+(:class:`ImportReport`), and an import job as the REST API runs it (:class:`ImportJob`):
+plain data shared by the service, the edges and the SDK."""
 
 from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,3 +65,28 @@ class ImportReport(_Frozen):
     already_imported: int = Field(0, description="items an earlier import already brought")
     environments_created: list[str] = Field(default_factory=list)
     skipped_total: int = 0
+
+
+class JobState(StrEnum):
+    PREVIEWED = "previewed"
+    """Uploaded and read; nothing stored yet. Commit it, or delete it."""
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    """Stopped by an error or a restart; committing again resumes it."""
+
+
+class ImportJob(_Frozen):
+    id: str
+    file: str = Field(description="the uploaded file's name")
+    environment: str = Field(description="the target environment's name")
+    state: JobState
+    created_at: datetime
+    updated_at: datetime
+    done: int = Field(0, description="items (memories and messages) handled so far")
+    total: int = Field(0, description="items in all")
+    preview: ImportPreview
+    report: ImportReport | None = Field(None, description="once done: what the import did")
+    error: str | None = Field(None, description="once failed: why")
+    csv_map: dict[str, str] = Field(default_factory=dict, description="CSV column mapping")
+    user_id: str = Field(description="whose job this is")

@@ -38,6 +38,7 @@ from engram.store.profile import ProfileEntry, ProfileStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
+    Erasure,
     Exporter,
     Hit,
     PendingEmbedding,
@@ -188,6 +189,9 @@ class ScrubbingStore(_Audited):
 
     def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
         return self.inner.purge(memory_ids, self._entries(audit))
+
+    def erase(self, erasure: Erasure, audit: Sequence[AuditEntry] = ()) -> dict[str, int]:
+        return self.inner.erase(erasure, self._entries(audit))
 
     # -- everything else passes through ------------------------------------------------------
     def close(self) -> None:
@@ -493,6 +497,9 @@ class _Conversations:
 
     def get_conversation(self, conversation_id: str) -> Conversation | None:
         return self._inner.get_conversation(conversation_id)
+
+    def owned_conversations(self, owner: str) -> list[str]:
+        return self._inner.owned_conversations(owner)
 
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]

@@ -22,6 +22,7 @@ from engram.accounts import (
     Scope,
     User,
 )
+from engram.erasure import Erased
 from engram.errors import (
     Conflict,
     EngramError,
@@ -69,6 +70,8 @@ class Call(Generic[T]):
     body: Any = None
     field: str | None = None
     """Read only this field of the answer."""
+    content: bytes | None = None
+    """A raw body (an uploaded file), sent instead of ``body`` as JSON."""
 
     def parse(self, data: Any) -> T:
         if self.field is not None:
@@ -232,6 +235,10 @@ class AccountCalls:
 
     def users(self) -> Call[builtins.list[User]]:
         return Call("GET", "/api/v1/users", list[User])
+
+    def delete_user(self, user_id: str, *, purge: bool = False) -> Call[Erased]:
+        """Delete an account (admins); ``purge``: with everything that is theirs."""
+        return Call("DELETE", f"/api/v1/users/{user_id}", Erased, {"purge": purge})
 
     def create_user(
         self, name: str, *, password: str | None = None, is_admin: bool = False

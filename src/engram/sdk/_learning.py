@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
+from engram.erasure import Erased
 from engram.extraction.conversation import Conversation, MessagePage, NewMessage
 from engram.extraction.results import ConversationInput, ExtractionResult
 from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
@@ -57,6 +58,11 @@ class ExtractionCalls:
         }
         path = f"/api/v1/conversations/{conversation_id}/messages"
         return Call("POST", path, ExtractionResult, {}, body)
+
+    def delete_conversation(self, conversation_id: str, *, purge: bool = False) -> Call[Erased]:
+        """Remove a conversation and its messages for good (``purge``: and its memories)."""
+        path = f"/api/v1/conversations/{conversation_id}"
+        return Call("DELETE", path, Erased, {"purge": purge})
 
     def get_conversation(self, conversation_id: str) -> Call[Conversation]:
         return Call("GET", f"/api/v1/conversations/{conversation_id}", Conversation)

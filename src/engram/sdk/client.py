@@ -22,6 +22,7 @@ from engram.errors import InvalidInput, Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
+from engram.sdk._portability import ImportCalls
 from engram.sdk._retrieval import RetrievalCalls
 from engram.sdk._retry import Retry, headers_for
 from engram.sdk._soul import SoulCalls
@@ -61,7 +62,10 @@ def project_headers(project: str | None) -> dict[str, str]:
 
 
 def _request(call: Call[Any]) -> dict[str, Any]:
-    return {"params": call.params or None, "json": call.body, "headers": headers_for(call)}
+    out = {"params": call.params or None, "headers": headers_for(call)}
+    if call.content is not None:
+        return {**out, "content": call.content}
+    return {**out, "json": call.body}
 
 
 def _read(call: Call[T], response: httpx.Response) -> T:
@@ -162,6 +166,7 @@ class Accounts(_Resource[AccountCalls]):
     user = _Sync(AccountCalls.user)
     key = _Sync(AccountCalls.key)
     create_user = _Sync(AccountCalls.create_user)
+    delete_user = _Sync(AccountCalls.delete_user)
     set_password = _Sync(AccountCalls.set_password)
     keys = _Sync(AccountCalls.keys)
     create_key = _Sync(AccountCalls.create_key)
@@ -182,6 +187,7 @@ class AsyncAccounts(_Resource[AccountCalls]):
     user = _Async(AccountCalls.user)
     key = _Async(AccountCalls.key)
     create_user = _Async(AccountCalls.create_user)
+    delete_user = _Async(AccountCalls.delete_user)
     set_password = _Async(AccountCalls.set_password)
     keys = _Async(AccountCalls.keys)
     create_key = _Async(AccountCalls.create_key)
@@ -236,6 +242,7 @@ class Extraction(_Resource[ExtractionCalls]):
     extract = _Sync(ExtractionCalls.extract)
     add_messages = _Sync(ExtractionCalls.add_messages)
     get_conversation = _Sync(ExtractionCalls.get_conversation)
+    delete_conversation = _Sync(ExtractionCalls.delete_conversation)
     messages = _Sync(ExtractionCalls.messages)
 
 
@@ -243,6 +250,7 @@ class AsyncExtraction(_Resource[ExtractionCalls]):
     extract = _Async(ExtractionCalls.extract)
     add_messages = _Async(ExtractionCalls.add_messages)
     get_conversation = _Async(ExtractionCalls.get_conversation)
+    delete_conversation = _Async(ExtractionCalls.delete_conversation)
     messages = _Async(ExtractionCalls.messages)
 
 
@@ -264,6 +272,22 @@ class AsyncLifecycle(_Resource[LifecycleCalls]):
     resolve_review = _Async(LifecycleCalls.resolve_review)
 
 
+class Imports(_Resource[ImportCalls]):
+    upload = _Sync(ImportCalls.upload)
+    get = _Sync(ImportCalls.get)
+    list = _Sync(ImportCalls.list)
+    commit = _Sync(ImportCalls.commit)
+    delete = _Sync(ImportCalls.delete)
+
+
+class AsyncImports(_Resource[ImportCalls]):
+    upload = _Async(ImportCalls.upload)
+    get = _Async(ImportCalls.get)
+    list = _Async(ImportCalls.list)
+    commit = _Async(ImportCalls.commit)
+    delete = _Async(ImportCalls.delete)
+
+
 class _SyncRetrieval(_Resource[RetrievalCalls]):
     search = _Sync(RetrievalCalls.search)
     context = _Sync(RetrievalCalls.context)
@@ -282,9 +306,10 @@ class Client:
     delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
-    add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
-    maintain, reviews, resolve_review); ``client.search(query)`` and ``client.context(query)``
-    are the calls an app makes around each LLM call.
+    add_messages, get_conversation, delete_conversation, messages), ``client.lifecycle``
+    (remember, feedback, undo, maintain, reviews, resolve_review) and ``client.imports``
+    (upload, get, list, commit, delete: import jobs); ``client.search(query)`` and
+    ``client.context(query)`` are the calls an app makes around each LLM call.
 
     Calls that name no environment use the project the client works in: ``project=``, else
     ``ENGRAM_ENV``, else the working directory's project (sent as ``X-Engram-Project``; the
@@ -322,6 +347,7 @@ class Client:
         self.soul = Soul(self._send, SoulCalls())
         self.extraction = Extraction(self._send, ExtractionCalls())
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
+        self.imports = Imports(self._send, ImportCalls())
         retrieval = _SyncRetrieval(self._send, RetrievalCalls())
         self.search = retrieval.search
         self.context = retrieval.context
@@ -381,6 +407,7 @@ class AsyncClient:
         self.soul = AsyncSoul(self._send, SoulCalls())
         self.extraction = AsyncExtraction(self._send, ExtractionCalls())
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
+        self.imports = AsyncImports(self._send, ImportCalls())
         retrieval = _AsyncRetrieval(self._send, RetrievalCalls())
         self.search = retrieval.search
         self.context = retrieval.context

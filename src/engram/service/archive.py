@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from engram.soul.model import SoulBlockVersion, SoulSnapshot
 from engram.store import Change, Store
 from engram.store.conversations import ConversationStore
 from engram.store.protocol import EmbeddingUpdate
+from engram.store.providers import ProviderRecord
 
 _PAGE = 1000
 _ALL = 1_000_000_000
@@ -116,8 +118,25 @@ class ArchiveService:
                     for k, t in s.imports.entries(e)
                 ),
             ),
+            archive.collection("settings", self._settings() if account is None else ()),
         ]
         return out
+
+    def _settings(self) -> Iterator[dict[str, Any]]:
+        """The home's settings kept in the store: the configured LLM providers (their API key
+        stays with the home: it is encrypted with a key file outside the database)."""
+        for p in self._store.providers.list_providers():
+            yield {
+                "kind": "llm_provider",
+                "name": p.name,
+                "value": {
+                    "kind": p.kind,
+                    "base_url": p.base_url,
+                    "model": p.model,
+                    "timeout": p.timeout,
+                    "created_at": p.created_at.isoformat(),
+                },
+            }
 
     def export(self, actor: Actor, *, account: str | None = None, vectors: bool = False) -> bytes:
         """The archive as zip bytes. The whole home is the local owner's; an account's own
@@ -193,6 +212,7 @@ class ArchiveService:
             ("reviews", self._put_reviews),
             ("audit", self._put_audit),
             ("imports", self._put_imports),
+            ("settings", self._put_settings),
         ]
         for name, put in writers:
             try:
@@ -307,6 +327,25 @@ class ArchiveService:
             by_env.setdefault(r["environment_id"], []).append((r["key"], r["target"]))
         for env_id, pairs in by_env.items():
             self._store.imports.record(env_id, pairs)
+
+    def _put_settings(self, rows: list[Any]) -> None:
+        for r in rows:
+            if r["kind"] != "llm_provider":
+                raise ValueError(f"unknown setting kind {r['kind']!r}")
+            if self._store.providers.get_provider(r["name"]) is not None:
+                continue
+            v = r["value"]
+            self._store.providers.put_provider(
+                ProviderRecord(
+                    name=r["name"],
+                    kind=v["kind"],
+                    base_url=v["base_url"],
+                    model=v["model"],
+                    encrypted_key=None,
+                    timeout=float(v["timeout"]),
+                    created_at=datetime.fromisoformat(v["created_at"]),
+                )
+            )
 
 
 def _json(value: Any) -> Any:

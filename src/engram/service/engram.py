@@ -21,8 +21,10 @@ from engram.service.audit import AuditLog
 from engram.service.capture import CaptureService
 from engram.service.context import ContextService, SoulTier
 from engram.service.environments import EnvironmentService
+from engram.service.erasure import ErasureService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
+from engram.service.import_jobs import ImportJobs
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
@@ -32,6 +34,7 @@ from engram.service.profile import ProfileService
 from engram.service.providers import ProviderService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
+from engram.service.vault import VaultService
 from engram.store import Store, open_store
 
 
@@ -51,6 +54,7 @@ class Engram:
         lifecycle: LifecycleConfig | None = None,
         scrubber: Scrubber | None = None,
         home: Path | None = None,
+        imports_dir: Path | None = None,
     ) -> None:
         # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
         self.scrubber = scrubber or Scrubber()
@@ -108,6 +112,20 @@ class Engram:
         self.imports = ImportService(
             store, clock, self.environments, self.lifecycle, self.extraction
         )
+        # REST import jobs: uploads kept under imports_dir (a temporary folder when None)
+        if imports_dir is None and home is not None:
+            imports_dir = Path(home) / "imports"
+        self.import_jobs = ImportJobs(self.imports, clock, imports_dir, self.scrubber)
+        # deletion that means it: conversations and accounts, for good
+        self.erasure = ErasureService(
+            store,
+            self.environments,
+            self.audit,
+            self.extraction.get_conversation,
+            self.import_jobs.forget_user,
+        )
+        # the Markdown vault: a file per memory, synced both ways
+        self.vault = VaultService(store, self.environments, self.memories, self.lifecycle)
         conversations = store.conversations
         self.exports = ExportService(store, self.environments, conversations, self.soul)
         self.archive = ArchiveService(store, clock, conversations)

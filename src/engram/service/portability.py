@@ -2,7 +2,8 @@
 transcripts): read and detect (:mod:`engram.portability`), preview, then commit through the
 same paths as live data — conversations through :class:`ExtractionService` (messages stored
 idempotently, memories extracted and passed to the lifecycle), memories through
-:meth:`LifecycleService.remember` (dedup and contradiction against what is stored).
+:meth:`LifecycleService.remember_many` in batches (dedup and contradiction against what is
+stored).
 
 Each item's stable key goes into the import ledger (:class:`engram.store.imports.ImportLedger`)
 once stored, so importing the same export again adds nothing and an interrupted import resumes
@@ -44,6 +45,8 @@ Progress = Callable[[int, int], None]
 """Called with (items done, items in all) as an import goes."""
 
 _SAMPLE = 5
+_BATCH = 200
+"""Memories stored in one lifecycle batch (one transaction) before their keys are recorded."""
 _SKIPPED_SHOWN = 50
 _CONVERSATION_KEY = "conversation:"
 
@@ -98,6 +101,10 @@ class ImportService:
         if is_archive(entries):
             raise InvalidInput(f"{path}: an Engram archive; restore it with the archive import")
         return read_bundle(entries, csv_map)
+
+    def target(self, environment: str | None, actor: Actor) -> Environment:
+        """The environment an import into ``environment`` writes to, if the actor may."""
+        return self._envs.resolve(environment, actor, Role.WRITER)
 
     # -- preview -------------------------------------------------------------------------------
     def preview(
@@ -190,15 +197,23 @@ class ImportService:
         for env_name, mems in _by_env(bundle.memories).items():
             env = envs[env_name]
             seen = self._store.imports.seen(env.id, [m.key for m in mems])
-            for item in mems:
-                if item.key in seen:
-                    tally.counts["already_imported"] += 1
-                else:
-                    outcome = self._lifecycle.remember(item.memory, actor, env.id)
-                    tally.counts[f"memories_{outcome.action.value}"] += 1
-                    self._store.imports.record(env.id, [(item.key, outcome.memory.id)])
-                    seen[item.key] = outcome.memory.id
-                step(1)
+            for start in range(0, len(mems), _BATCH):
+                batch: list[ImportedMemory] = []
+                for item in mems[start : start + _BATCH]:
+                    if item.key in seen:
+                        tally.counts["already_imported"] += 1
+                    else:
+                        batch.append(item)
+                        seen[item.key] = ""
+                if batch:  # one lifecycle batch (one transaction), then its keys in the ledger
+                    items = [m.memory for m in batch]
+                    outcomes = self._lifecycle.remember_many(items, actor, env.id)
+                    for outcome in outcomes:
+                        tally.counts[f"memories_{outcome.action.value}"] += 1
+                    self._store.imports.record(
+                        env.id, [(m.key, o.memory.id) for m, o in zip(batch, outcomes, strict=True)]
+                    )
+                step(len(mems[start : start + _BATCH]))
         for env_name, convs in _by_env(bundle.conversations).items():
             env = envs[env_name]
             seen = self._store.imports.seen(env.id, [_CONVERSATION_KEY + c.key for c in convs])

@@ -158,3 +158,16 @@ class RowMapper(TimedRows):
             row[8],
             self._time(row[9]),
         )
+
+
+USER_ROWS = (
+    ("api_keys", "user_id"),
+    ("environment_members", "user_id"),
+    ("soul_blocks", "owner"),
+    ("soul_block_versions", "owner"),
+    ("soul_snapshots", "owner"),
+    ("idempotency_keys", "user_id"),
+    ("users", "id"),
+)
+"""An account's own rows (both dialects), by the column naming the user: keys before the
+user they name. :meth:`engram.store.protocol.Store.erase` deletes them."""

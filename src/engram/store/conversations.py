@@ -22,6 +22,10 @@ class ConversationStore(Protocol):
         """The conversation ``owner`` started under their own id ``external_id``."""
         ...
 
+    def owned_conversations(self, owner: str) -> list[str]:
+        """The ids of the conversations ``owner`` stored (in any environment), oldest first."""
+        ...
+
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:

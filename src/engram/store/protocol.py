@@ -33,6 +33,23 @@ from engram.store.soul import SoulStore
 Vector = npt.NDArray[np.float32]
 
 
+@dataclass(frozen=True)
+class Erasure:
+    """What :meth:`Store.erase` removes for good, in one transaction (a conversation purge, an
+    account purge). Every import-ledger entry that points at a removed id goes too, and so do
+    review items about removed memories."""
+
+    memory_ids: Sequence[str] = ()
+    """Memories, with their versions, index entries and vectors."""
+    conversation_ids: Sequence[str] = ()
+    """Conversations, with their messages."""
+    environment_ids: Sequence[str] = ()
+    """Environments, with everything in them (as :meth:`Store.delete_environment`)."""
+    user_id: str | None = None
+    """An account: the user, their API keys, memberships, their own Soul layer with its
+    history and snapshots, and their kept idempotent answers."""
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One memory's new state and the version that records it."""
@@ -235,6 +252,12 @@ class Store(Protocol):
     def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
         """Delete rows, versions, index entries and vectors for good, and append the audit
         entries, in one transaction; return how many."""
+        ...
+
+    def erase(self, erasure: Erasure, audit: Sequence[AuditEntry] = ()) -> dict[str, int]:
+        """Remove for good what ``erasure`` names, and append the audit entries, in one
+        transaction; return how many rows of each kind went (memories, conversations,
+        messages, environments, keys, ...)."""
         ...
 
     # -- search ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.erasure import Erased
 from engram.extraction.conversation import Conversation, MessagePage, NewMessage, SourceName
 from engram.extraction.results import ConversationInput, ExtractionResult
 from engram.limits import MAX_MESSAGES, MAX_POSITION, MAX_TITLE_CHARS, InputModel
@@ -53,6 +54,21 @@ class ReextractIn(InputModel):
 @router.post("/extract", summary="Store a conversation and the memories proposed from it")
 def extract(body: ExtractIn, engram: EngramDep, actor: ActorDep) -> ExtractionResult:
     return engram.extraction.extract(body, actor, body.environment, dry_run=body.dry_run)
+
+
+@router.delete(
+    "/conversations/{conversation_id}",
+    summary="Delete a conversation and its messages for good (purge: and what was extracted)",
+)
+def delete_conversation(
+    conversation_id: ConversationPath,
+    engram: EngramDep,
+    actor: ActorDep,
+    purge: Annotated[
+        bool, Query(description="Also remove the memories extracted from it, for good")
+    ] = False,
+) -> Erased:
+    return engram.erasure.delete_conversation(conversation_id, actor, purge=purge)
 
 
 @router.get("/conversations/{conversation_id}", summary="A stored conversation")

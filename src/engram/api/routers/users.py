@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, status
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
 
 from engram.accounts import User
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.schemas import PasswordIn, UserIn
+from engram.erasure import Erased
 
 router = APIRouter(tags=["users"])
 
@@ -31,6 +34,26 @@ def create(body: UserIn, engram: EngramDep, actor: ActorDep) -> User:
 @router.get("/{user_id}", summary="An account (yours, or any for admins)")
 def get(user_id: str, engram: EngramDep, actor: ActorDep) -> User:
     return engram.accounts.get_user(user_id, actor)
+
+
+@router.delete(
+    "/{user_id}",
+    summary="Delete an account (admins); purge: with everything that is theirs, for good",
+)
+def delete(
+    user_id: str,
+    engram: EngramDep,
+    actor: ActorDep,
+    purge: Annotated[
+        bool,
+        Query(
+            description="Also remove the environments they own (with every memory, version, "
+            "vector, conversation and captured session), their conversations elsewhere and "
+            "the memories they wrote there"
+        ),
+    ] = False,
+) -> Erased:
+    return engram.erasure.delete_user(user_id, actor, purge=purge)
 
 
 @router.put("/{user_id}/password", summary="Set a password (Argon2id) for the dashboard")

@@ -7,10 +7,11 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from pydantic import Field
 
+from engram.erasure import Erased
 from engram.extraction import NewMessage
 from engram.extraction.results import ExtractionResult
 from engram.mcp.binding import Binding
-from engram.mcp.tools._common import WRITE, Environment, tool
+from engram.mcp.tools._common import DESTRUCTIVE, WRITE, Environment, tool
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:
@@ -29,3 +30,16 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         return b.engram.extraction.extract(
             list(messages), b.current_actor(), b.env(environment), dry_run=dry_run
         )
+
+    @tool(server, "Delete a stored conversation for good", DESTRUCTIVE)
+    def delete_conversation(
+        conversation_id: Annotated[
+            str, Field(min_length=1, max_length=128, description="A 'cnv_…' id or your own id")
+        ],
+        purge: Annotated[
+            bool, Field(description="Also remove the memories extracted from it, for good.")
+        ] = False,
+    ) -> Erased:
+        """Remove a conversation and its messages for good (not restorable), and with purge
+        the memories extracted from it. Only when the user asks for it."""
+        return b.engram.erasure.delete_conversation(conversation_id, b.current_actor(), purge=purge)

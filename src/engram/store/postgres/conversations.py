@@ -85,6 +85,13 @@ class PostgresConversationStore:
             ).fetchone()
         return _conversation(row) if row else None
 
+    def owned_conversations(self, owner: str) -> list[str]:
+        with self._db.reader() as conn:
+            rows = conn.execute(
+                "SELECT id FROM conversations WHERE owner = %s ORDER BY created_at, id", (owner,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
     @retried
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]

@@ -19,7 +19,7 @@ from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import ORDER_SQL
+from engram.store.columns import ORDER_SQL, USER_ROWS
 from engram.store.postgres import keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
@@ -48,6 +48,7 @@ from engram.store.postgres.soul import PostgresSoulStore
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
+    Erasure,
     Hit,
     PendingEmbedding,
     RankFields,
@@ -250,6 +251,12 @@ class PostgresStore:
             )
 
     @retried
+    def erase(self, erasure: Erasure, audit: Sequence[AuditEntry] = ()) -> dict[str, int]:
+        with self.db.tx() as conn:
+            insert_audit(conn, audit)
+            return _erase_in(conn, erasure)
+
+    @retried
     def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
         with self.db.tx() as conn:
             insert_audit(conn, audit)
@@ -429,6 +436,42 @@ class PostgresStore:
                 "SELECT model_id, count(*) FROM memory_vectors GROUP BY model_id"
             ).fetchall()
         return {r[0]: int(r[1]) for r in rows}
+
+
+def _erase_in(conn: Connection, e: Erasure) -> dict[str, int]:
+    out: dict[str, int] = {}
+    memory_ids = list(e.memory_ids)
+    envs = list(e.environment_ids)
+    if envs:
+        memory_ids += [
+            r[0]
+            for r in conn.execute("SELECT id FROM memories WHERE environment_id = ANY(%s)", (envs,))
+        ]
+    out["memories"] = _purge_in(conn, memory_ids)
+    gone = memory_ids + list(e.conversation_ids)
+    conn.execute("DELETE FROM import_keys WHERE target = ANY(%s)", (gone,))
+    conn.execute(
+        "DELETE FROM review_items WHERE memory_id = ANY(%s) OR other_id = ANY(%s)", (gone, gone)
+    )
+    convs = list(e.conversation_ids)
+    out["messages"] = int(
+        conn.execute(
+            "DELETE FROM conversation_messages WHERE conversation_id = ANY(%s)", (convs,)
+        ).rowcount
+    )
+    out["conversations"] = int(
+        conn.execute("DELETE FROM conversations WHERE id = ANY(%s)", (convs,)).rowcount
+    )
+    out["environments"] = int(
+        conn.execute("DELETE FROM environments WHERE id = ANY(%s)", (envs,)).rowcount
+    )
+    if e.user_id is not None:
+        for table, column in USER_ROWS:
+            query = sql.SQL("DELETE FROM {} WHERE {} = %s").format(
+                sql.Identifier(table), sql.Identifier(column)
+            )
+            out[table] = int(conn.execute(query, (e.user_id,)).rowcount)
+    return out
 
 
 def _purge_in(conn: Connection, ids: list[str]) -> int:

@@ -102,6 +102,12 @@ class SQLiteConversationStore:
         )
         return _conversation(row) if row else None
 
+    def owned_conversations(self, owner: str) -> list[str]:
+        rows = self._db.reader().execute(
+            "SELECT id FROM conversations WHERE owner = ? ORDER BY created_at, id", (owner,)
+        )
+        return [r[0] for r in rows]
+
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:

@@ -20,11 +20,12 @@ import numpy as np
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import MEMORY_FIELDS, ORDER_SQL
+from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS
 from engram.store.idempotency import CURRENT, InFlight
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
+    Erasure,
     Hit,
     PendingEmbedding,
     RankFields,
@@ -162,6 +163,7 @@ class SQLiteStore:
             ]
             self._purge_in(conn, ids)
             conn.execute("DELETE FROM environments WHERE id = ?", (env_id,))
+            conn.execute("INSERT INTO capture_fts (capture_fts) VALUES ('optimize')")
 
     # -- memories ----------------------------------------------------------------------------
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
@@ -326,6 +328,51 @@ class SQLiteStore:
             insert_audit(conn, audit)
             return self._purge_in(conn, list(memory_ids))
 
+    def erase(self, erasure: Erasure, audit: Sequence[AuditEntry] = ()) -> dict[str, int]:
+        e = erasure
+        out: dict[str, int] = {}
+        with self.db.tx() as conn:
+            insert_audit(conn, audit)
+            memory_ids = list(e.memory_ids)
+            for env_id in e.environment_ids:
+                memory_ids += [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM memories WHERE environment_id = ?", (env_id,)
+                    )
+                ]
+            out["memories"] = self._purge_in(conn, memory_ids)
+            gone = memory_ids + list(e.conversation_ids)
+            for start in range(0, len(gone), 500):
+                chunk = gone[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM import_keys WHERE target IN ({marks})", chunk)
+                conn.execute(
+                    f"DELETE FROM review_items WHERE memory_id IN ({marks}) "
+                    f"OR other_id IN ({marks})",
+                    chunk + chunk,
+                )
+            out["messages"] = out["conversations"] = 0
+            for conv_id in e.conversation_ids:
+                out["messages"] += conn.execute(
+                    "DELETE FROM conversation_messages WHERE conversation_id = ?", (conv_id,)
+                ).rowcount
+                out["conversations"] += conn.execute(
+                    "DELETE FROM conversations WHERE id = ?", (conv_id,)
+                ).rowcount
+            out["environments"] = sum(
+                conn.execute("DELETE FROM environments WHERE id = ?", (env_id,)).rowcount
+                for env_id in e.environment_ids
+            )
+            if out["environments"]:  # captured sessions went with them: their terms too
+                conn.execute("INSERT INTO capture_fts (capture_fts) VALUES ('optimize')")
+            if e.user_id is not None:
+                for table, column in USER_ROWS:
+                    out[table] = conn.execute(
+                        f"DELETE FROM {table} WHERE {column} = ?", (e.user_id,)
+                    ).rowcount
+        return out
+
     def _purge_in(self, conn: sqlite3.Connection, ids: list[str]) -> int:
         removed = 0
         for start in range(0, len(ids), 500):
@@ -343,6 +390,9 @@ class SQLiteStore:
             removed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
         if removed:
             conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+            # FTS5 (before SQLite 3.42's secure-delete) keeps a deleted row's terms in its
+            # segments until they merge: merging them all now leaves the purged words nowhere
+            conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
         return removed
 
     # -- search ------------------------------------------------------------------------------
