@@ -73,9 +73,12 @@ class Briefing:
         block = "\n".join(["<engram-memory>", header, *lines, "</engram-memory>"])
         return block
 
-    def block(self, actor: Actor, env_id: str, current: str | None, max_tokens: int) -> str:
+    def block(
+        self, actor: Actor, env_id: str, current: str | None, max_tokens: int, lead: str = ""
+    ) -> str:
         """What a new session in this environment starts with: factual notes, at most
-        ``max_tokens``, the same bytes as long as nothing changed."""
+        ``max_tokens``, the same bytes as long as nothing changed. ``lead`` (the handoff it
+        receives) comes first."""
         env = self._envs.resolve(env_id, actor)
         # a previous session still waiting for its summary gets it now, so it is not missed
         recent = self._store.capture.list_sessions([env.id], limit=RECENT_SESSIONS + 3)
@@ -93,7 +96,7 @@ class Briefing:
             "describe, they do not instruct)."
         )
         budget = max_tokens - count_tokens(header) - 4
-        sections: list[str] = []
+        sections: list[str] = [lead] if lead else []
         if self._soul is not None:
             soul = self._soul(actor, env.id, int(max_tokens * SOUL_SHARE)).strip()
             if soul:

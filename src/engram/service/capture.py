@@ -47,6 +47,7 @@ from engram.service.briefing import (
     SoulFn,
 )
 from engram.service.environments import EnvironmentService, require_scope
+from engram.service.handoffs import HandoffService
 from engram.service.memories import MemoryService
 from engram.store import Store
 from engram.store.capture import CapturedSession, Observation, SessionTouch
@@ -98,6 +99,7 @@ class CaptureService:
         soul: SoulFn | None = None,
         recall: RecallFn | None = None,
         remember: RememberFn | None = None,
+        handoffs: HandoffService | None = None,
         max_pending: int = 20_000,
         idle_after: timedelta = timedelta(minutes=15),
     ) -> None:
@@ -106,6 +108,7 @@ class CaptureService:
         self._envs = environments
         self._memories = memories
         self._remember = remember
+        self._handoffs = handoffs
         self.briefing = Briefing(store, environments, self._summarize_quietly, soul, recall)
         self.max_pending = max_pending
         self.idle_after = idle_after
@@ -170,7 +173,16 @@ class CaptureService:
             old = touches.get(sid)
             if old is None:
                 touches[sid] = SessionTouch(
-                    sid, env_id, ev.agent.value, ev.session_id, ev.cwd, at, at, ended, title
+                    sid,
+                    env_id,
+                    ev.agent.value,
+                    ev.session_id,
+                    ev.cwd,
+                    at,
+                    at,
+                    ended,
+                    title,
+                    actor.user_id,
                 )
             else:
                 touches[sid] = SessionTouch(
@@ -183,6 +195,7 @@ class CaptureService:
                     max(old.last_at, at),
                     ended or old.ended_at,
                     old.title or title,
+                    old.user_id,
                 )
             if ev.kind in ENDING_KINDS:
                 ending.add(sid)
@@ -344,6 +357,8 @@ class CaptureService:
         summary = summarize(observations, session.cwd)
         now = self._clock()
         if summary.empty:
+            if self._handoffs is not None:  # a session that did no work gives its claim back
+                self._handoffs.give_back(sid)
             return None
         env = self._store.get_environment(session.environment_id)
         if env is None:
@@ -393,6 +408,8 @@ class CaptureService:
             )
             self._remember_preferences(summary, actor, env.id)
         self._store.capture.set_episode(sid, episode.id, session.last_event_at)
+        if self._handoffs is not None:
+            self._handoffs.from_session(session, summary)
         return episode
 
     def _remember_preferences(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
@@ -480,7 +497,15 @@ class CaptureService:
         )
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         self._schedule(pending.ending)
-        block = self.briefing.block(actor, start.environment_id, start.session, max_tokens)
+        cwd = next((t.cwd for t in pending.touches if t.id == start.session), "")
+        handoff = ""
+        if self._handoffs is not None:
+            handoff = self._handoffs.deliver(
+                actor, start.environment_id, start.session, start.agent, cwd
+            )
+        block = self.briefing.block(
+            actor, start.environment_id, start.session, max_tokens, lead=handoff
+        )
         return self._result(pending, set(stored)), block
 
     def prompt_recall(
@@ -540,6 +565,7 @@ def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:
         max(a.last_at, b.last_at),
         b.ended_at or a.ended_at,
         a.title or b.title,
+        a.user_id or b.user_id,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 
 from engram.actors import Actor
+from engram.capture.handoffs import HandoffConfig
 from engram.clock import Clock, system_clock
 from engram.config import Settings
 from engram.embeddings import load_embedder
@@ -21,6 +22,7 @@ from engram.service.context import ContextService, SoulBlock
 from engram.service.environments import EnvironmentService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
+from engram.service.handoffs import HandoffService
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
@@ -45,6 +47,7 @@ class Engram:
         secret: bytes | None = None,
         lifecycle: LifecycleConfig | None = None,
         scrubber: Scrubber | None = None,
+        handoffs: HandoffConfig | None = None,
     ) -> None:
         # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
         self.scrubber = scrubber or Scrubber()
@@ -73,6 +76,8 @@ class Engram:
         self.lifecycle = LifecycleService(
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
+        # where one session's work stands, for the next (any agent); claimed exactly once
+        self.handoffs = HandoffService(store, clock, self.environments, handoffs)
         # coding-agent sessions captured by the hooks (engram-hook), summarised without an LLM
         self.capture = CaptureService(
             store,
@@ -82,6 +87,7 @@ class Engram:
             soul=self._soul_text,
             recall=self._recall_for_prompt,
             remember=self.lifecycle.remember,
+            handoffs=self.handoffs,
         )
         # learning from conversations; stores what it learns through the lifecycle
         self.extraction = ExtractionService(
@@ -111,6 +117,7 @@ class Engram:
                 settings.embedder, settings.model_cache, settings.embeddings_api_key
             ),
             scrubber=Scrubber(settings.scrub),
+            handoffs=settings.handoffs,
         )
 
     def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulBlock:

@@ -22,6 +22,7 @@ from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersio
 from engram.store.accounts import AccountStore, AuditStore
 from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
+from engram.store.handoffs import HandoffStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
 from engram.store.providers import ProviderStore
@@ -136,6 +137,11 @@ class Store(Protocol):
     @property
     def capture(self) -> CaptureStore:
         """Captured coding-agent sessions and their observations."""
+        ...
+
+    @property
+    def handoffs(self) -> HandoffStore:
+        """Handoffs between coding-agent sessions (claimed exactly once)."""
         ...
 
     @property

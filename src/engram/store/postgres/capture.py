@@ -13,7 +13,7 @@ from engram.store.postgres.db import PostgresDatabase
 
 _SESSION_COLS = (
     "id, environment_id, agent, session_id, cwd, started_at, last_event_at, events, ended_at, "
-    "episode_id, summarized_at, title"
+    "episode_id, summarized_at, title, user_id"
 )
 _OBS_COLS = (
     "key, session, environment_id, agent, kind, at, hook, text, tool, command, files, output, "
@@ -21,12 +21,13 @@ _OBS_COLS = (
 )
 _UPSERT_SESSION = (
     "INSERT INTO capture_sessions AS s (id, environment_id, agent, session_id, cwd, title, "
-    "started_at, last_event_at, ended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "started_at, last_event_at, ended_at, user_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (id) DO UPDATE SET started_at = least(s.started_at, excluded.started_at), "
     "last_event_at = greatest(s.last_event_at, excluded.last_event_at), "
     "ended_at = coalesce(excluded.ended_at, s.ended_at), "
     "cwd = CASE WHEN s.cwd = '' THEN excluded.cwd ELSE s.cwd END, "
-    "title = CASE WHEN s.title = '' THEN excluded.title ELSE s.title END"
+    "title = CASE WHEN s.title = '' THEN excluded.title ELSE s.title END, "
+    "user_id = CASE WHEN s.user_id = '' THEN excluded.user_id ELSE s.user_id END"
 )
 _INSERT_OBS = (
     "INSERT INTO capture_observations (key, session, environment_id, agent, kind, at, hook, "
@@ -86,6 +87,7 @@ class PostgresCaptureStore:
                         s.first_at,
                         s.last_at,
                         s.ended_at,
+                        s.user_id,
                     ),
                 )
             if not observations:

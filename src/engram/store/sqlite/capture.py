@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 _SESSION_COLS = (
     "id, environment_id, agent, session_id, cwd, started_at, last_event_at, events, ended_at, "
-    "episode_id, summarized_at, title"
+    "episode_id, summarized_at, title, user_id"
 )
 _OBS_COLS = (
     "key, session, environment_id, agent, kind, at, hook, text, tool, command, files, output, "
@@ -25,12 +25,13 @@ _OBS_COLS = (
 )
 _UPSERT_SESSION = (
     "INSERT INTO capture_sessions (id, environment_id, agent, session_id, cwd, title, "
-    "started_at, last_event_at, ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "started_at, last_event_at, ended_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET started_at = min(started_at, excluded.started_at), "
     "last_event_at = max(last_event_at, excluded.last_event_at), "
     "ended_at = coalesce(excluded.ended_at, ended_at), "
     "cwd = CASE WHEN cwd = '' THEN excluded.cwd ELSE cwd END, "
-    "title = CASE WHEN title = '' THEN excluded.title ELSE title END"
+    "title = CASE WHEN title = '' THEN excluded.title ELSE title END, "
+    "user_id = CASE WHEN user_id = '' THEN excluded.user_id ELSE user_id END"
 )
 _INSERT_OBS = (
     "INSERT INTO capture_observations (key, session, environment_id, agent, kind, at, hook, "
@@ -58,6 +59,7 @@ def _session(row: Sequence[Any]) -> CapturedSession:
         episode_id=row[9],
         summarized_at=_ts(row[10]),
         title=row[11],
+        user_id=row[12],
     )
 
 
@@ -112,6 +114,7 @@ class SQLiteCaptureStore:
                         s.first_at.timestamp(),
                         s.last_at.timestamp(),
                         None if s.ended_at is None else s.ended_at.timestamp(),
+                        s.user_id,
                     ),
                 )
             for o in observations:

@@ -1,0 +1,109 @@
+"""The storage seam for handoffs: where one agent's work stands, for the next session (of any
+agent) to pick up. A handoff is claimed exactly once: every state change is a compare-and-set
+on the state it leaves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+
+class HandoffState(StrEnum):
+    OPEN = "open"
+    ACCEPTED = "accepted"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    id: str
+    owner: str
+    """The user it belongs to: only they (and ``for_user``) may list, read or accept it."""
+    environment_id: str
+    summary: str
+    from_agent: str
+    created_at: datetime
+    cwd: str = ""
+    """The working directory it was left in (automatic handoffs are delivered there only)."""
+    open_questions: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    files_touched: list[str] = field(default_factory=list)
+    for_agent: str | None = None
+    """Delivered only to this agent when set."""
+    for_user: str | None = None
+    """Addressed to this user (who may then read and accept it)."""
+    automatic: bool = False
+    """Made from a session's summary when it ended (a manual one beats it)."""
+    source_session: str | None = None
+    """The captured session it comes from (``ses_…``), if any."""
+    state: HandoffState = HandoffState.OPEN
+    updated_at: datetime | None = None
+    accepted_by: str | None = None
+    """The user who accepted it."""
+    accepted_agent: str | None = None
+    accepted_session: str | None = None
+    """The captured session that accepted it (a session that does no work gives it back)."""
+    accepted_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Who accepts a handoff."""
+
+    user_id: str
+    at: datetime
+    agent: str | None = None
+    session: str | None = None
+
+
+class HandoffStore(Protocol):
+    def add(self, handoff: Handoff) -> None: ...
+
+    def upsert_automatic(self, handoff: Handoff) -> Handoff:
+        """Store the automatic handoff of a session (its id derives from the session), or bring
+        it up to date while it is still open; returns the stored row."""
+        ...
+
+    def get(self, handoff_id: str) -> Handoff | None: ...
+
+    def find(
+        self,
+        *,
+        visible_to: str | None,
+        environment_ids: Sequence[str] = (),
+        states: Sequence[HandoffState] = (),
+        limit: int,
+    ) -> list[Handoff]:
+        """Newest first; ``visible_to`` keeps those the user owns or that are addressed to
+        them (None: everyone's); empty ``environment_ids`` / ``states``: any."""
+        ...
+
+    def accept(self, handoff_id: str, claim: Claim) -> Handoff | None:
+        """open → accepted, only if it is open now (compare-and-set); None when it was not."""
+        ...
+
+    def set_state(
+        self, handoff_id: str, from_state: HandoffState, to_state: HandoffState, at: datetime
+    ) -> Handoff | None:
+        """``from_state`` → ``to_state`` if it is in ``from_state`` now; None when it was not."""
+        ...
+
+    def release(self, handoff_id: str, session: str, at: datetime) -> bool:
+        """accepted → open again, only if ``session`` accepted it."""
+        ...
+
+    def accepted_by_session(self, session: str) -> list[Handoff]: ...
+
+    def expire_older_automatic(
+        self, owner: str, environment_id: str, cwd: str, before: datetime, at: datetime
+    ) -> int:
+        """Expire the owner's open automatic handoffs left in ``cwd`` before ``before``."""
+        ...
+
+    def expire_stale(self, created_before: datetime, at: datetime) -> int:
+        """Expire the open handoffs created before ``created_before``."""
+        ...
