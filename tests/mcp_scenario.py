@@ -39,6 +39,10 @@ TOOLS = {
     "list_sessions",
     "get_session_observations",
     "search_observations",
+    "handoff_begin",
+    "handoff_list",
+    "handoff_accept",
+    "handoff_cancel",
 }
 RESOURCES = {
     "engram://soul",
@@ -204,6 +208,23 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
     missing = await call.error("get_session_observations", session="ses_nope")
     assert "not_found: no captured session ses_nope" in missing
     call.called.add("get_session_observations")
+
+    left = await call(
+        "handoff_begin",
+        summary="Half-way through the pnpm migration",
+        next_steps=["update the lock file"],
+        from_agent="claude",
+        **where,
+    )
+    assert left["state"] == "open" and left["from_agent"] == "claude"
+    waiting = await call("handoff_list")
+    assert left["id"] in {h["id"] for h in waiting["handoffs"]}
+    taken = await call("handoff_accept", handoff=left["id"], agent="codex")
+    assert taken["state"] == "accepted" and taken["accepted_agent"] == "codex"
+    again = await call.error("handoff_accept", handoff=left["id"])
+    assert f"conflict: handoff {left['id']} is already accepted by" in again
+    other = await call("handoff_begin", summary="Never mind", **where)
+    assert (await call("handoff_cancel", handoff=other["id"]))["state"] == "cancelled"
 
     assert call.called == TOOLS
     return call

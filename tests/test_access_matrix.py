@@ -9,7 +9,8 @@ follows from rules, not from a table of answers:
 - ``ENV_READ``: the key's ``read`` scope and a role in the environment;
 - ``ENV_WRITE``: the ``write`` scope and the writer role; ``ENV_OWNER``: the owner role;
 - without any role the environment does not exist (404), whatever the key;
-- ``OWN_READ`` / ``OWN_WRITE``: the caller's own things (their Soul, their environments);
+- ``OWN_READ`` / ``OWN_WRITE``: the caller's own things (their Soul, their environments, their
+  handoffs);
 - ``ADMIN``: the ``admin`` scope; ``ANY``: any valid key; ``PUBLIC``: no key at all;
 - ``PROJECT_WRITE``: captured events go to the environment their ``project`` names (here the
   shared environment's id): ``ENV_WRITE``; an id is never read as a name, so without a role
@@ -52,7 +53,8 @@ from tests.test_api_live import Live
 live = test_api_live.live  # the live-server fixture
 
 STRANGER_MARK = "zebramarkerstranger"
-"""Planted in every kind of record of an environment none of the callers may see."""
+"""Planted in every kind of record of an environment none of the callers may see, and in a
+handoff the shared environment's proprietor left there (owned: its members never see it)."""
 SHARED_MARK = "okapimarkershared"
 """Planted in the shared environment: visible to its members, to nobody else."""
 
@@ -170,6 +172,10 @@ class World:
         result = self.engram.capture.ingest(events, self.proprietor)
         return result.sessions[0]
 
+    def handoff(self, caller: Caller) -> str:
+        """An open handoff of the caller's own, in their default environment."""
+        return self.engram.handoffs.begin(self.own(caller), f"matrix {self.unique('h')}").id
+
     def foreign_env(self, caller: Caller) -> str:
         """The shared environment, or for a caller without a role there the stranger's: the
         capture cases above them leave such callers an environment *named* like the shared
@@ -250,6 +256,7 @@ def plant_stranger(engram: Engram) -> str:
     events = capture_events(env, "s-0", "session_start", "prompt", "stop", mark=STRANGER_MARK)
     session = engram.capture.ingest(events, stranger).sessions[0]
     engram.capture.summarize_session(session)  # its episode
+    engram.handoffs.begin(stranger, f"{STRANGER_MARK} handoff", environment=env)
     engram.soul.set_block(stranger, "identity", f"{STRANGER_MARK} persona")
     engram.soul.snapshot(stranger, label=STRANGER_MARK)
     return env
@@ -264,6 +271,8 @@ def build_world(engram: Engram) -> tuple[World, list[Caller], dict[str, str]]:
     world = World(engram, proprietor, shared, third, engram.soul.presets()[0].name, stranger_env)
     world.memory()
     world.session()
+    # the proprietor's own handoff in the shared environment: no member may see it
+    engram.handoffs.begin(proprietor, f"{STRANGER_MARK} handoff", environment=shared)
     callers, tokens = [], {}
     key_sets = {"r": [Scope.READ], "w": [Scope.WRITE], "rw": [Scope.READ, Scope.WRITE]}
     for role in (None, Role.READER, Role.WRITER, Role.OWNER):
@@ -538,6 +547,20 @@ CASES: dict[str, Case] = {
             f"{V1}/capture/search", {"q": "nightly build tea", "environment": w.foreign_env(c)}
         ),
     ),
+    # handoffs are owned: a caller sees and claims their own (never a member's)
+    f"POST {V1}/handoffs": _fixed(
+        Rule.ENV_WRITE, f"{V1}/handoffs", {"summary": "matrix", "environment": "{env}"}
+    ),
+    f"GET {V1}/handoffs": _fixed(Rule.OWN_READ, f"{V1}/handoffs"),
+    f"GET {V1}/handoffs/{{handoff_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/handoffs/{w.handoff(c)}")
+    ),
+    f"POST {V1}/handoffs/{{handoff_id}}/accept": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/handoffs/{w.handoff(c)}/accept", json={})
+    ),
+    f"POST {V1}/handoffs/{{handoff_id}}/cancel": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/handoffs/{w.handoff(c)}/cancel")
+    ),
 }
 
 
@@ -583,6 +606,10 @@ TOOLS: dict[str, tuple[Rule, ToolArgs]] = {
     "list_sessions": (Rule.ENV_READ, _env()),
     "get_session_observations": (Rule.ENV_READ, lambda w, c: {"session": w.session()}),
     "search_observations": (Rule.ENV_READ, _env(query="nightly build tea")),
+    "handoff_begin": (Rule.ENV_WRITE, _env(summary="matrix handoff")),
+    "handoff_list": (Rule.OWN_READ, lambda w, c: {"state": "open"}),
+    "handoff_accept": (Rule.OWN_WRITE, lambda w, c: {"handoff": w.handoff(c)}),
+    "handoff_cancel": (Rule.OWN_WRITE, lambda w, c: {"handoff": w.handoff(c)}),
 }
 
 

@@ -21,6 +21,7 @@ from engram.api.routers import (
     episodes,
     extraction,
     facts,
+    handoffs,
     health,
     keys,
     maintenance,
@@ -51,6 +52,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/context", context.router),
     ("/soul", soul.router),
     ("/capture", capture.router),
+    ("/handoffs", handoffs.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -3,7 +3,6 @@ steps, files, working directory) is scrubbed on its way in; state changes pass t
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -20,13 +19,14 @@ class ScrubbingHandoffStore:
         return self._scrubber.scrub(text)[0] if text else text
 
     def _clean(self, h: Handoff) -> Handoff:
-        return dataclasses.replace(
-            h,
-            summary=self._s(h.summary),
-            cwd=self._s(h.cwd),
-            open_questions=[self._s(q) for q in h.open_questions],
-            next_steps=[self._s(n) for n in h.next_steps],
-            files_touched=[self._s(f) for f in h.files_touched],
+        return h.model_copy(
+            update={
+                "summary": self._s(h.summary),
+                "cwd": self._s(h.cwd),
+                "open_questions": [self._s(q) for q in h.open_questions],
+                "next_steps": [self._s(n) for n in h.next_steps],
+                "files_touched": [self._s(f) for f in h.files_touched],
+            }
         )
 
     def add(self, handoff: Handoff) -> None:

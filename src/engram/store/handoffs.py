@@ -5,10 +5,12 @@ on the state it leaves."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class HandoffState(StrEnum):
@@ -18,20 +20,27 @@ class HandoffState(StrEnum):
     CANCELLED = "cancelled"
 
 
-@dataclass(frozen=True, slots=True)
-class Handoff:
+class Handoff(BaseModel):
+    """Where one session's work stands, for the next session (of any agent) to pick up."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
     id: str
+    """``hof_…``"""
     owner: str
     """The user it belongs to: only they (and ``for_user``) may list, read or accept it."""
     environment_id: str
+    """The project (environment) it was left in."""
     summary: str
+    """What was done, what failed, where it stands."""
     from_agent: str
+    """The agent (or interface) that left it."""
     created_at: datetime
     cwd: str = ""
     """The working directory it was left in (automatic handoffs are delivered there only)."""
-    open_questions: list[str] = field(default_factory=list)
-    next_steps: list[str] = field(default_factory=list)
-    files_touched: list[str] = field(default_factory=list)
+    open_questions: list[str] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+    files_touched: list[str] = Field(default_factory=list)
     for_agent: str | None = None
     """Delivered only to this agent when set."""
     for_user: str | None = None
@@ -41,10 +50,13 @@ class Handoff:
     source_session: str | None = None
     """The captured session it comes from (``ses_…``), if any."""
     state: HandoffState = HandoffState.OPEN
+    """open → accepted (claimed exactly once) | expired (a newer automatic one from the same
+    directory, or older than 14 days) | cancelled (by its owner)."""
     updated_at: datetime | None = None
     accepted_by: str | None = None
     """The user who accepted it."""
     accepted_agent: str | None = None
+    """The agent that accepted it."""
     accepted_session: str | None = None
     """The captured session that accepted it (a session that does no work gives it back)."""
     accepted_at: datetime | None = None

@@ -12,13 +12,24 @@ from engram.mcp.tools import (
     environments,
     episodes,
     extraction,
+    handoffs,
     lifecycle,
     memories,
     sessions,
     soul,
 )
 
-MODULES = (context, memories, episodes, soul, environments, lifecycle, extraction, sessions)
+MODULES = (
+    context,
+    memories,
+    episodes,
+    soul,
+    environments,
+    lifecycle,
+    extraction,
+    sessions,
+    handoffs,
+)
 
 
 def register_all(server: MCPServer[Any], binding: Binding) -> None:
