@@ -9,17 +9,18 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engram import LOCAL, Engram
+from engram import LOCAL, Engram, Settings
 from engram.accounts import Role
 from engram.actors import Actor
 from engram.capture.handoffs import HandoffConfig, HandoffMode, handoff_config
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from engram.handoffs import HandoffState
 from engram.service.handoffs import TTL
-from engram.store.handoffs import HandoffState
 from tests.conftest import FakeClock
 
 N = 0
@@ -160,6 +161,12 @@ def test_settings_name_a_bad_mode_or_grace() -> None:
         handoff_config("grab", None)
     with pytest.raises(InvalidInput, match="ENGRAM_HANDOFF_LIVE_MINUTES must be a number"):
         handoff_config(None, "soon")
+
+
+def test_the_mode_setting_reaches_the_service(tmp_path: Path) -> None:
+    env = {"ENGRAM_EMBEDDER": "none", "ENGRAM_HANDOFF_MODE": "off"}
+    with Engram.open(Settings.load(tmp_path, env=env)) as engram:
+        assert engram.handoffs.config.mode is HandoffMode.OFF
 
 
 # -- automatic handoffs and delivery -----------------------------------------------------------

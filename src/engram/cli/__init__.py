@@ -16,6 +16,7 @@ from engram.cli import (
     backup,
     env,
     extract,
+    handoffs,
     hooks,
     keys,
     maintain,
@@ -109,6 +110,7 @@ migrate_store.register(app)
 backup.register(app)
 portability.register(app)
 app.add_typer(soul.app, name="soul")
+app.add_typer(handoffs.app, name="handoff")
 hooks.register(app)
 
 _EXIT = {InvalidInput: 2, NotFound: 3}

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from engram.handoffs import Claim, Handoff, HandoffState
 from engram.scrub.scrubber import Scrubber
-from engram.store.handoffs import Claim, Handoff, HandoffState, HandoffStore
+from engram.store.handoffs import HandoffStore
 
 
 class ScrubbingHandoffStore:

@@ -19,6 +19,7 @@ from engram.config import Settings
 from engram.errors import Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
+from engram.sdk._handoffs import HandoffCalls
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
 from engram.sdk._retrieval import RetrievalCalls
 from engram.sdk._retry import Retry, headers_for
@@ -170,6 +171,22 @@ class AsyncAccounts(_Resource[AccountCalls]):
     audit = _Async(AccountCalls.audit)
 
 
+class Handoffs(_Resource[HandoffCalls]):
+    begin = _Sync(HandoffCalls.begin)
+    list = _Sync(HandoffCalls.list)
+    get = _Sync(HandoffCalls.get)
+    accept = _Sync(HandoffCalls.accept)
+    cancel = _Sync(HandoffCalls.cancel)
+
+
+class AsyncHandoffs(_Resource[HandoffCalls]):
+    begin = _Async(HandoffCalls.begin)
+    list = _Async(HandoffCalls.list)
+    get = _Async(HandoffCalls.get)
+    accept = _Async(HandoffCalls.accept)
+    cancel = _Async(HandoffCalls.cancel)
+
+
 class Soul(_Resource[SoulCalls]):
     view = _Sync(SoulCalls.view)
     get_block = _Sync(SoulCalls.get_block)
@@ -255,7 +272,8 @@ class Client:
     ``client.facts``, ``client.episodes``, ``client.procedures`` (add, get, list, update,
     delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
-    (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
+    (view, blocks, versions, snapshots, presets, render), ``client.handoffs`` (begin, list, get,
+    accept, cancel), ``client.extraction`` (extract,
     add_messages, get_conversation, messages) and ``client.lifecycle`` (remember, feedback, undo,
     maintain, reviews, resolve_review); ``client.search(query)`` and ``client.context(query)``
     are the calls an app makes around each LLM call.
@@ -289,6 +307,7 @@ class Client:
         self.environments = Environments(self._send, EnvironmentCalls())
         self.accounts = Accounts(self._send, AccountCalls())
         self.soul = Soul(self._send, SoulCalls())
+        self.handoffs = Handoffs(self._send, HandoffCalls())
         self.extraction = Extraction(self._send, ExtractionCalls())
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
         retrieval = _SyncRetrieval(self._send, RetrievalCalls())
@@ -347,6 +366,7 @@ class AsyncClient:
         self.environments = AsyncEnvironments(self._send, EnvironmentCalls())
         self.accounts = AsyncAccounts(self._send, AccountCalls())
         self.soul = AsyncSoul(self._send, SoulCalls())
+        self.handoffs = AsyncHandoffs(self._send, HandoffCalls())
         self.extraction = AsyncExtraction(self._send, ExtractionCalls())
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
         retrieval = _AsyncRetrieval(self._send, RetrievalCalls())

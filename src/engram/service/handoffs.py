@@ -25,12 +25,12 @@ from engram.capture.handoffs import HandoffConfig, HandoffMode
 from engram.capture.summary import SessionSummary
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from engram.handoffs import Claim, Handoff, HandoffState
 from engram.ids import new_id
 from engram.limits import text_problem
 from engram.service.environments import EnvironmentService, require_scope
 from engram.store import Store
 from engram.store.capture import CapturedSession
-from engram.store.handoffs import Claim, Handoff, HandoffState
 
 MAX_SUMMARY_CHARS = 20_000
 MAX_ITEMS = 50

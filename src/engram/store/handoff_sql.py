@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from engram.store.handoffs import Claim, Handoff, HandoffState
+from engram.handoffs import Claim, Handoff, HandoffState
 
 COLS = (
     "id, owner, environment_id, summary, from_agent, created_at, cwd, open_questions, "

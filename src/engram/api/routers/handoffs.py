@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, status
 from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
+from engram.handoffs import Handoff, HandoffState
 from engram.limits import InputModel
 from engram.service.handoffs import (
     MAX_ITEM_CHARS,
@@ -17,7 +18,6 @@ from engram.service.handoffs import (
     MAX_NAME_CHARS,
     MAX_SUMMARY_CHARS,
 )
-from engram.store.handoffs import Handoff, HandoffState
 
 router = APIRouter(tags=["handoffs"])
 

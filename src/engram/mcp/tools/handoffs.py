@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from pydantic import BaseModel, Field
 
+from engram.handoffs import Handoff, HandoffState
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import READ, UPDATE, WRITE, Environment, tool
-from engram.store.handoffs import Handoff, HandoffState
 
 HandoffId = Annotated[
     str, Field(description="A handoff id, 'hof_…', from handoff_list or the session-start note.")
