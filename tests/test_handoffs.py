@@ -140,7 +140,7 @@ def test_bad_input_is_named_and_stores_nothing(engram: Engram) -> None:
     with pytest.raises(InvalidInput, match=r"next_steps: at most 50 items"):
         engram.handoffs.begin(LOCAL, "x", next_steps=["a"] * 51)
     with pytest.raises(InvalidInput, match=r"open_questions must be a list of strings"):
-        engram.handoffs.begin(LOCAL, "x", open_questions="why?")  # type: ignore[arg-type]
+        engram.handoffs.begin(LOCAL, "x", open_questions="why?")
     with pytest.raises(InvalidInput, match="for_user: no user 'nobody'"):
         engram.handoffs.begin(LOCAL, "x", for_user="nobody")
     with pytest.raises(InvalidInput, match="NUL"):

@@ -52,14 +52,30 @@ def users(engram: Engram) -> Iterator[Users]:
     for name in ("alice", "bob", "carol"):
         user = engram.accounts.create_user(name, LOCAL)
         actors[name] = Actor(user.id, "api")
-        issued = engram.accounts.issue_key(
-            LOCAL, name, [Scope.READ, Scope.WRITE], user_id=user.id
-        )
+        issued = engram.accounts.issue_key(LOCAL, name, [Scope.READ, Scope.WRITE], user_id=user.id)
         tokens[name] = issued.token
     env = engram.environments.create("webapp", actors["alice"]).id
     engram.environments.share(env, actors["bob"].user_id, Role.WRITER, actors["alice"])
     with running(lambda port: create_app(engram, ServerSettings(port=port))) as url:
         yield Users(url, engram, env, actors["alice"], actors["bob"], actors["carol"], tokens)
+
+
+def race(users: Users, hid: str, threads: int) -> list[httpx.Response]:
+    """``threads`` accepts of one handoff over HTTP, released at once."""
+    barrier = threading.Barrier(threads)
+    answers: list[httpx.Response] = []
+
+    def claim(i: int) -> None:
+        with users.http("alice") as c:
+            barrier.wait()
+            answers.append(c.post(f"{V1}/{hid}/accept", json={"agent": f"agent-{i}"}))
+
+    pool = [threading.Thread(target=claim, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join(timeout=120)
+    return answers
 
 
 def test_concurrent_accepts_over_http_exactly_one_wins(users: Users) -> None:
@@ -68,20 +84,7 @@ def test_concurrent_accepts_over_http_exactly_one_wins(users: Users) -> None:
         for r in range(rounds):
             made = alice.post(V1, json={"summary": f"round {r}", "environment": users.env})
             assert made.status_code == 201, made.text
-            hid = made.json()["id"]
-            barrier = threading.Barrier(threads)
-            answers: list[httpx.Response] = []
-
-            def claim(i: int, hid: str = hid, barrier: threading.Barrier = barrier) -> None:
-                with users.http("alice") as c:
-                    barrier.wait()
-                    answers.append(c.post(f"{V1}/{hid}/accept", json={"agent": f"agent-{i}"}))
-
-            pool = [threading.Thread(target=claim, args=(i,)) for i in range(threads)]
-            for t in pool:
-                t.start()
-            for t in pool:
-                t.join(timeout=120)
+            answers = race(users, made.json()["id"], threads)
             codes = sorted(a.status_code for a in answers)
             assert codes == [200] + [409] * (threads - 1), (r, [a.text for a in answers])
             winner = next(a for a in answers if a.status_code == 200).json()["accepted_agent"]
@@ -154,9 +157,9 @@ async def test_ownership_over_mcp(users: Users) -> None:
         users.alice, "for bob", environment=users.env, for_user="bob"
     )
     bob = users.engram.accounts.authenticate(users.tokens["bob"], "mcp")
-    async with McpClient(build_server(Binding(users.engram, bob)), mode="auto") as c:  # type: ignore[arg-type]
+    async with McpClient(build_server(Binding(users.engram, bob)), mode="auto") as c:
         listed = await c.call_tool("handoff_list", {})
-        assert [h["id"] for h in listed.structured_content["handoffs"]] == [addressed.id]  # type: ignore[index]
+        assert [h["id"] for h in listed.structured_content["handoffs"]] == [addressed.id]
         assert "alice only" not in text_of(listed)
         for tool in ("handoff_accept", "handoff_cancel"):
             refused = await c.call_tool(tool, {"handoff": private.id})
@@ -164,7 +167,7 @@ async def test_ownership_over_mcp(users: Users) -> None:
         left = await c.call_tool("handoff_begin", {"summary": "x", "environment": users.env})
         assert not left.is_error  # a writer may leave one there (owned by Bob)
         taken = await c.call_tool("handoff_accept", {"handoff": addressed.id, "agent": "codex"})
-        assert not taken.is_error and taken.structured_content["accepted_agent"] == "codex"  # type: ignore[index]
+        assert not taken.is_error and taken.structured_content["accepted_agent"] == "codex"
         again = await c.call_tool("handoff_accept", {"handoff": addressed.id})
         assert again.is_error and "already accepted by bob in codex" in text_of(again)
     assert users.engram.handoffs.get(users.alice, private.id).state == "open"
