@@ -407,9 +407,9 @@ class CaptureService:
                 env.id,
             )
             self._remember_preferences(summary, actor, env.id)
-        self._store.capture.set_episode(sid, episode.id, session.last_event_at)
-        if self._handoffs is not None:
+        if self._handoffs is not None:  # before the episode is recorded: once it shows, so does this
             self._handoffs.from_session(session, summary)
+        self._store.capture.set_episode(sid, episode.id, session.last_event_at)
         return episode
 
     def _remember_preferences(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
