@@ -407,7 +407,7 @@ class CaptureService:
                 env.id,
             )
             self._remember_preferences(summary, actor, env.id)
-        if self._handoffs is not None:  # before the episode is recorded: once it shows, so does this
+        if self._handoffs is not None:  # first: once the episode shows, so does the handoff
             self._handoffs.from_session(session, summary)
         self._store.capture.set_episode(sid, episode.id, session.last_event_at)
         return episode
