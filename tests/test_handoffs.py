@@ -21,6 +21,7 @@ from engram.capture.handoffs import HandoffConfig, HandoffMode, handoff_config
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from engram.handoffs import HandoffState
 from engram.service.handoffs import TTL
+from tests.capture_checks import PROMPT_SECRET, RESULT_SECRET, stored_bytes
 from tests.conftest import FakeClock
 
 N = 0
@@ -264,6 +265,27 @@ def test_offer_mode_injects_only_id_agent_and_age(engram: Engram, clock: FakeClo
     assert "billing" not in handoff_part and "make test" not in handoff_part
     assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.OPEN  # offered, not claimed
     assert engram.handoffs.accept(LOCAL, h.id, agent="codex").state is HandoffState.ACCEPTED
+    # off: nothing is delivered, though handoffs are still made
+    engram.handoffs.config = replace(engram.handoffs.config, mode=HandoffMode.OFF)
+    work(engram, clock, "c-2", "Migrate the invoices too")
+    (waiting,) = engram.handoffs.list(LOCAL)
+    assert waiting.id not in start(engram, clock, "x-2", agent="codex")
+    assert engram.handoffs.get(LOCAL, waiting.id).state is HandoffState.OPEN
+
+
+def test_secrets_never_reach_a_handoff(engram: Engram, clock: FakeClock) -> None:
+    h = engram.handoffs.begin(
+        LOCAL,
+        f"deploy with {RESULT_SECRET}",
+        next_steps=[f"rotate {PROMPT_SECRET}"],
+        files_touched=["src/a.py"],
+    )
+    assert "[REDACTED:" in h.summary and "[REDACTED:" in h.next_steps[0]
+    work(engram, clock, "c-1", f"My key is {PROMPT_SECRET}")
+    auto = next(x for x in engram.handoffs.list(LOCAL) if x.automatic)
+    assert PROMPT_SECRET not in auto.model_dump_json()
+    assert RESULT_SECRET.encode() not in stored_bytes(engram.store)
+    assert PROMPT_SECRET.encode() not in stored_bytes(engram.store)
 
 
 def test_for_agent_is_delivered_to_that_agent_only(engram: Engram, clock: FakeClock) -> None:
