@@ -244,7 +244,7 @@ class HandoffService:
         if summary.decisions:
             parts.append("Decided: " + "; ".join(summary.decisions[:5]))
         if summary.commands:
-            parts.append("Ran: " + "; ".join(f"`{c}`" for c in summary.commands[:5]))
+            parts.append("Ran: " + "; ".join(summary.commands[:5]))  # each `quoted` already
         handoff = Handoff(
             id=automatic_id(session.id),
             owner=session.user_id or env.owner,
