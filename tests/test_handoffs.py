@@ -245,6 +245,9 @@ def test_a_session_that_did_no_work_gives_its_handoff_back(
     (h,) = engram.handoffs.list(LOCAL)
     assert h.id in start(engram, clock, "empty", agent="codex")
     assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.ACCEPTED
+    # a session starting beside it (whose brief summarises the others) takes nothing from it
+    start(engram, clock, "beside", agent="gemini")
+    assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.ACCEPTED
     # the receiving session ends without a prompt or a tool call
     engram.capture.ingest([ev("session_end", clock, "empty", agent="codex")], LOCAL)
     assert engram.capture.drain()

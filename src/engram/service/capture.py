@@ -357,7 +357,10 @@ class CaptureService:
         summary = summarize(observations, session.cwd)
         now = self._clock()
         if summary.empty:
-            if self._handoffs is not None:  # a session that did no work gives its claim back
+            # a session that did no work gives its claim back, once it ended or went idle (not
+            # when a session starting beside it summarises it early)
+            over = session.ended_at is not None or session.last_event_at < now - self.idle_after
+            if self._handoffs is not None and over:
                 self._handoffs.give_back(sid)
             return None
         env = self._store.get_environment(session.environment_id)
