@@ -194,6 +194,23 @@ def test_a_session_that_ends_hands_off_to_the_next_agent_in_the_same_directory(
     assert f"Handoff {h.id}" not in start(engram, clock, "x-3", agent="gemini")
 
 
+def test_a_session_starting_right_after_another_ended_gets_its_handoff(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """The ended session's summary has not been written yet (the summariser is behind): the
+    session start writes it, and its handoff, before choosing what to deliver."""
+    events = [
+        ev("prompt", clock, "c-1", text="Tidy the settings page"),
+        ev("stop", clock, "c-1", text="Done. Next step: add the dark mode toggle."),
+        ev("session_end", clock, "c-1"),
+    ]
+    pending = engram.capture.prepare(events, LOCAL)
+    engram.store.capture.add_observations(pending.touches, pending.observations)  # no summary
+    assert engram.handoffs.list(LOCAL) == []
+    block = start(engram, clock, "x-1", agent="codex")
+    assert "Handoff hof_" in block and "Tidy the settings page" in block
+
+
 def test_not_delivered_while_the_source_session_is_live(engram: Engram, clock: FakeClock) -> None:
     work(engram, clock, "c-1", "Refactor the router", end=False)
     (h,) = engram.handoffs.list(LOCAL)

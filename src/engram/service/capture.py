@@ -503,6 +503,7 @@ class CaptureService:
         cwd = next((t.cwd for t in pending.touches if t.id == start.session), "")
         handoff = ""
         if self._handoffs is not None:
+            self.briefing.catch_up(start.environment_id, start.session)
             handoff = self._handoffs.deliver(
                 actor, start.environment_id, start.session, start.agent, cwd
             )
