@@ -142,7 +142,7 @@ def test_bad_input_is_named_and_stores_nothing(engram: Engram) -> None:
         engram.handoffs.begin(LOCAL, "x", next_steps=["a"] * 51)
     with pytest.raises(InvalidInput, match=r"open_questions must be a list of strings"):
         engram.handoffs.begin(LOCAL, "x", open_questions="why?")
-    with pytest.raises(InvalidInput, match="for_user: no user 'nobody'"):
+    with pytest.raises(NotFound, match="for_user: user 'nobody' does not exist"):
         engram.handoffs.begin(LOCAL, "x", for_user="nobody")
     with pytest.raises(InvalidInput, match="NUL"):
         engram.handoffs.begin(LOCAL, "bad\x00text")

@@ -326,8 +326,8 @@ class HandoffService:
         if ref is None:
             return None
         user = self._store.accounts.get_user(ref) or self._store.accounts.find_user(ref)
-        if user is None:
-            raise InvalidInput(f"for_user: no user {ref!r}", field="for_user")
+        if user is None:  # like an environment that does not exist: 404
+            raise NotFound(f"for_user: user {ref!r} does not exist", field="for_user")
         return user.id
 
     def _user_name(self, user_id: str) -> str:

@@ -29,7 +29,8 @@ class HandoffIn(InputModel):
     summary: str = Field(
         min_length=1,
         max_length=MAX_SUMMARY_CHARS,
-        description="What was done, what failed, where the work stands",
+        pattern=r"\S",
+        description="What was done, what failed, where the work stands (not only blanks)",
     )
     environment: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description="Name or id; default: yours"
