@@ -29,7 +29,8 @@ from engram.store.reviews import ReviewItem
 from tests.export_fixtures import chatgpt_conversation
 
 STRANGER_MARK = "zebramarkerstranger"
-"""Planted in every kind of record of an environment none of the callers may see."""
+"""Planted in every kind of record of an environment none of the callers may see, and in a
+handoff the shared environment's proprietor left there (owned: its members never see it)."""
 SHARED_MARK = "okapimarkershared"
 """Planted in the shared environment: visible to its members, to nobody else."""
 
@@ -153,6 +154,10 @@ class World:
         self.engram.providers.set(name, ProviderSettings(model="m"), LOCAL)
         return name
 
+    def handoff(self, caller: Caller) -> str:
+        """An open handoff of the caller's own, in their default environment."""
+        return self.engram.handoffs.begin(self.own(caller), f"matrix {self.unique('h')}").id
+
     def foreign_env(self, caller: Caller) -> str:
         """The shared environment, or for a caller without a role there the stranger's: the
         capture cases above them leave such callers an environment *named* like the shared
@@ -260,6 +265,7 @@ def plant_stranger(engram: Engram) -> str:
     events = capture_events(env, "s-0", "session_start", "prompt", "stop", mark=STRANGER_MARK)
     session = engram.capture.ingest(events, stranger).sessions[0]
     engram.capture.summarize_session(session)  # its episode
+    engram.handoffs.begin(stranger, f"{STRANGER_MARK} handoff", environment=env)
     engram.soul.set_block("identity", stranger, f"{STRANGER_MARK} persona")
     engram.soul.snapshot(stranger, label=STRANGER_MARK)
     return env
@@ -274,6 +280,8 @@ def build_world(engram: Engram) -> tuple[World, list[Caller], dict[str, str]]:
     world = World(engram, proprietor, shared, third, engram.soul.presets()[0].name, stranger_env)
     world.memory()
     world.session()
+    # the proprietor's own handoff in the shared environment: no member may see it
+    engram.handoffs.begin(proprietor, f"{STRANGER_MARK} handoff", environment=shared)
     callers, tokens = [], {}
     key_sets = {"r": [Scope.READ], "w": [Scope.WRITE], "rw": [Scope.READ, Scope.WRITE]}
     for role in (None, Role.READER, Role.WRITER, Role.OWNER):

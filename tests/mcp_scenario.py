@@ -47,6 +47,10 @@ TOOLS = {
     "list_llm_providers",
     "set_llm_provider",
     "remove_llm_provider",
+    "handoff_begin",
+    "handoff_list",
+    "handoff_accept",
+    "handoff_cancel",
 }
 RESOURCES = {
     "engram://soul",
@@ -229,6 +233,22 @@ async def exercise(client: Client, env: str | None = None) -> Caller:
     listed = await call("list_llm_providers")
     assert "scenario-llm" in {p["name"] for p in listed["providers"]}
     assert (await call("remove_llm_provider", name="scenario-llm"))["url"] == local["base_url"]
+    left = await call(
+        "handoff_begin",
+        summary="Half-way through the pnpm migration",
+        next_steps=["update the lock file"],
+        from_agent="claude",
+        **where,
+    )
+    assert left["state"] == "open" and left["from_agent"] == "claude"
+    waiting = await call("handoff_list")
+    assert left["id"] in {h["id"] for h in waiting["handoffs"]}
+    taken = await call("handoff_accept", handoff=left["id"], agent="codex")
+    assert taken["state"] == "accepted" and taken["accepted_agent"] == "codex"
+    again = await call.error("handoff_accept", handoff=left["id"])
+    assert f"conflict: handoff {left['id']} is already accepted by" in again
+    other = await call("handoff_begin", summary="Never mind", **where)
+    assert (await call("handoff_cancel", handoff=other["id"]))["state"] == "cancelled"
 
     assert call.called == TOOLS
     return call

@@ -9,7 +9,8 @@ follows from rules, not from a table of answers:
 - ``ENV_READ``: the key's ``read`` scope and a role in the environment;
 - ``ENV_WRITE``: the ``write`` scope and the writer role; ``ENV_OWNER``: the owner role;
 - without any role the environment does not exist (404), whatever the key;
-- ``OWN_READ`` / ``OWN_WRITE``: the caller's own things (their Soul, their environments);
+- ``OWN_READ`` / ``OWN_WRITE``: the caller's own things (their Soul, their environments, their
+  handoffs);
 - ``ADMIN``: the ``admin`` scope; ``ANY``: any valid key; ``PUBLIC``: no key at all;
 - ``PROJECT_WRITE``: captured events go to the environment their ``project`` names (here the
   shared environment's id): ``ENV_WRITE``; an id is never read as a name, so without a role
@@ -346,6 +347,20 @@ CASES: dict[str, Case] = {
         lambda w, c: Call(
             f"{V1}/capture/search", {"q": "nightly build tea", "environment": w.foreign_env(c)}
         ),
+    ),
+    # handoffs are owned: a caller sees and claims their own (never a member's)
+    f"POST {V1}/handoffs": _fixed(
+        Rule.ENV_WRITE, f"{V1}/handoffs", {"summary": "matrix", "environment": "{env}"}
+    ),
+    f"GET {V1}/handoffs": _fixed(Rule.OWN_READ, f"{V1}/handoffs"),
+    f"GET {V1}/handoffs/{{handoff_id}}": Case(
+        Rule.OWN_READ, lambda w, c: Call(f"{V1}/handoffs/{w.handoff(c)}")
+    ),
+    f"POST {V1}/handoffs/{{handoff_id}}/accept": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/handoffs/{w.handoff(c)}/accept", json={})
+    ),
+    f"POST {V1}/handoffs/{{handoff_id}}/cancel": Case(
+        Rule.OWN_WRITE, lambda w, c: Call(f"{V1}/handoffs/{w.handoff(c)}/cancel")
     ),
 }
 

@@ -22,6 +22,7 @@ import pytest
 from engram import Engram, Settings
 from engram.actors import Actor
 from engram.cli.keys import bootstrap
+from engram.handoffs import HandoffState
 from engram.store.capture import CapturedSession
 from tests.agents.fake_model import FakeModel
 from tests.agents.harness import ENGRAM, available, base_env, install_hooks, run_agent
@@ -134,6 +135,24 @@ def test_a_session_in_one_agent_briefs_the_next_in_another(
     sent = world.model.received()
     assert f"in {first}: Summarise notes.txt for the release checklist" in sent
     assert "Notes Engram keeps for the project proj" in sent
+
+
+def test_a_claude_code_session_hands_off_to_codex_in_the_same_directory(world: World) -> None:
+    with serve(world.engram) as world.url:
+        one = world.session("claude", _prompt("release checklist"))
+        (handoff,) = world.engram.handoffs.list(world.actor)
+        assert handoff.automatic and handoff.from_agent == "claude"
+        assert handoff.source_session == one.id and handoff.cwd == str(world.repo)
+        assert "release checklist" in handoff.summary and "notes.txt" in handoff.summary
+        two = world.session("codex", _prompt("incident review"))
+    claimed = world.engram.handoffs.get(world.actor, handoff.id)
+    assert claimed.state is HandoffState.ACCEPTED
+    assert (claimed.accepted_agent, claimed.accepted_session) == ("codex", two.id)
+    # what Codex's model was sent, and what Codex kept in its own transcript
+    assert f"Handoff {handoff.id} from claude" in world.model.received()
+    assert f"Handoff {handoff.id} from claude" in world.transcript("codex")
+    # claimed once: Codex's own session, ended, now leaves the next handoff
+    assert {h.from_agent for h in world.engram.handoffs.list(world.actor)} == {"codex"}
 
 
 def test_with_the_server_stopped_the_agent_works_and_the_spool_delivers_later(

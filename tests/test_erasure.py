@@ -17,8 +17,7 @@ from engram.accounts import AuditQuery, Role, Scope
 from engram.actors import Actor
 from engram.cli import main
 from engram.errors import Conflict, NotFound, PermissionDenied
-from engram.extraction.conversation import NewConversation, NewMessage
-from engram.extraction.conversation import Role as Speaker
+from engram.extraction.conversation import NewConversation, NewMessage, Speaker
 from engram.extraction.results import ConversationInput
 from engram.mcp import Binding, build_server
 from engram.models import MemoryFilter, NewMemory, Status

@@ -9,12 +9,14 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from engram import LOCAL, Engram, NewMemory, Settings
+from engram.capture.handoffs import HandoffConfig, HandoffMode
 from engram.config import VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +74,8 @@ def test_load_reads_every_variable() -> None:
         "ENGRAM_PUBLIC_URL": "https://memory.example.com",
         "ENGRAM_ALLOWED_HOSTS": "a.example, b.example:8443 c.example",
         "ENGRAM_URL": "http://elsewhere:8765",  # read by the SDK's Client, not here
+        "ENGRAM_HANDOFF_MODE": "offer",
+        "ENGRAM_HANDOFF_LIVE_MINUTES": "3",
     }
     hooks = {"ENGRAM_CAPTURE", "ENGRAM_CONTEXT_TOKENS", "ENGRAM_RECALL", "ENGRAM_HOOK_TIMEOUT"}
     hooks.add("ENGRAM_HOOK_DEBUG")  # read by the hook client (engram-hook), not here
@@ -90,6 +94,7 @@ def test_load_reads_every_variable() -> None:
     )
     assert s.public_url == "https://memory.example.com"
     assert s.allowed_hosts == ("a.example", "b.example:8443", "c.example")
+    assert s.handoffs == HandoffConfig(HandoffMode.OFFER, timedelta(minutes=3))
     assert "sk-embed" not in repr(s) and "egm_token" not in repr(s)  # secrets stay out of logs
 
 

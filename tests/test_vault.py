@@ -16,8 +16,7 @@ import pytest
 
 from engram import LOCAL, Engram, Settings
 from engram.cli import main
-from engram.extraction.conversation import NewConversation, NewMessage
-from engram.extraction.conversation import Role as Speaker
+from engram.extraction.conversation import NewConversation, NewMessage, Speaker
 from engram.extraction.results import ConversationInput
 from engram.models import Layer, MemoryFilter, MemoryPatch, NewMemory, Status
 from engram.portability import vault as fmt

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import platformdirs
 
+from engram.capture.handoffs import HandoffConfig, handoff_config
 from engram.errors import InvalidInput
 from engram.scrub import ScrubConfig
 from engram.scrub.config import load_scrub_config
@@ -39,6 +40,10 @@ VARIABLES: dict[str, str] = {
     "ENGRAM_PUBLIC_URL": "where clients reach engram serve (behind a proxy)",
     "ENGRAM_ALLOWED_HOSTS": "more Host names /mcp accepts (comma- or space-separated)",
     "ENGRAM_URL": "the server the SDK's Client talks to (read by its constructor)",
+    "ENGRAM_HANDOFF_MODE": "handoffs at session start: claim (default), offer (id, agent and "
+    "age only; the agent accepts through MCP) or off",
+    "ENGRAM_HANDOFF_LIVE_MINUTES": "how long a handoff is held back while its source session "
+    "is still live (default 10)",
     # read by the hook client (engram-hook), its own entry point: it must not load Settings
     "ENGRAM_CAPTURE": "hooks: on (default), opt-in (only repositories that enable it) or off",
     "ENGRAM_CONTEXT_TOKENS": "hooks: the session-start block's token budget (default 1500)",
@@ -64,6 +69,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     scrub: ScrubConfig = field(default_factory=ScrubConfig)
     """Extra secret patterns and the allowlist, from ``<home>/scrub.toml``."""
+    handoffs: HandoffConfig = field(default_factory=HandoffConfig)
+    """How handoffs are delivered at session start."""
 
     @property
     def database_path(self) -> Path:
@@ -95,6 +102,7 @@ class Settings:
             public_url=get("ENGRAM_PUBLIC_URL"),
             allowed_hosts=tuple(h for h in hosts if h),
             scrub=load_scrub_config(root),
+            handoffs=handoff_config(get("ENGRAM_HANDOFF_MODE"), get("ENGRAM_HANDOFF_LIVE_MINUTES")),
         )
 
 

@@ -21,6 +21,7 @@ from engram.api.routers import (
     episodes,
     extraction,
     facts,
+    handoffs,
     health,
     imports,
     keys,
@@ -59,6 +60,7 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/profile", profile.router),
     ("/providers", providers.router),
     ("/imports", imports.router),
+    ("/handoffs", handoffs.router),
     ("", extraction.router),  # /extract and /conversations
 )
 

@@ -16,6 +16,7 @@ from engram.cli import (
     env,
     erasure,
     extract,
+    handoffs,
     hooks,
     keys,
     maintain,
@@ -115,6 +116,7 @@ backup.register(app)
 portability.register(app)
 app.add_typer(soul.app, name="soul")
 app.add_typer(profile.app, name="profile")
+app.add_typer(handoffs.app, name="handoff")
 hooks.register(app)
 setup.register(app)
 

@@ -34,6 +34,8 @@ the correct fact (it supersedes the old one) or update_memory.
 - At the end of a substantial session: create_episode with the summary, key decisions and \
 open questions. After a workflow succeeds: create_procedure; after following one: \
 record_procedure_outcome.
+- Stopping mid-task: handoff_begin (where it stands, next steps) for the next session, in any \
+agent. A session-start note that offers a handoff id: handoff_accept reads it.
 - Lasting changes to how you should behave go to the Soul (soul_update_block).
 - Nothing is lost: deletes are soft and every change has a history (memory_history, \
 restore_memory). Environments isolate projects; omit `environment` to use the session's.

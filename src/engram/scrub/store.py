@@ -25,12 +25,14 @@ from engram.accounts import ApiKey, AuditEntry, AuditQuery, Member, User
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.scrub.capture import ScrubbingCaptureStore
+from engram.scrub.handoffs import ScrubbingHandoffStore
 from engram.scrub.scrubber import Redactions, Scrubber
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
 from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
+from engram.store.handoffs import HandoffStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
 from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord, OAuthStore, TokenRecord
@@ -95,6 +97,7 @@ class ScrubbingStore(_Audited):
         self._providers = _Providers(inner.providers, scrubber)
         self._oauth = _OAuth(inner.oauth, scrubber)
         self._capture = ScrubbingCaptureStore(inner.capture, scrubber)
+        self._handoffs = ScrubbingHandoffStore(inner.handoffs, scrubber)
 
     # -- sub-stores --------------------------------------------------------------------------
     @property
@@ -125,6 +128,10 @@ class ScrubbingStore(_Audited):
     @property
     def capture(self) -> CaptureStore:
         return self._capture
+
+    @property
+    def handoffs(self) -> HandoffStore:
+        return self._handoffs
 
     @property
     def imports(self) -> ImportLedger:

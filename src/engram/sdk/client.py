@@ -21,6 +21,7 @@ from engram.config import Settings
 from engram.errors import InvalidInput, Unauthenticated
 from engram.models import Layer
 from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, error_from
+from engram.sdk._handoffs import HandoffCalls
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
 from engram.sdk._portability import ImportCalls
 from engram.sdk._retrieval import RetrievalCalls
@@ -202,6 +203,22 @@ class AsyncAccounts(_Resource[AccountCalls]):
     remove_provider = _Async(AccountCalls.remove_provider)
 
 
+class Handoffs(_Resource[HandoffCalls]):
+    begin = _Sync(HandoffCalls.begin)
+    list = _Sync(HandoffCalls.list)
+    get = _Sync(HandoffCalls.get)
+    accept = _Sync(HandoffCalls.accept)
+    cancel = _Sync(HandoffCalls.cancel)
+
+
+class AsyncHandoffs(_Resource[HandoffCalls]):
+    begin = _Async(HandoffCalls.begin)
+    list = _Async(HandoffCalls.list)
+    get = _Async(HandoffCalls.get)
+    accept = _Async(HandoffCalls.accept)
+    cancel = _Async(HandoffCalls.cancel)
+
+
 class Soul(_Resource[SoulCalls]):
     view = _Sync(SoulCalls.view)
     get_block = _Sync(SoulCalls.get_block)
@@ -306,8 +323,9 @@ class Client:
     delete, history, restore, purge, bulk variants, record_outcome), ``client.environments``
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
-    add_messages, get_conversation, delete_conversation, messages), ``client.lifecycle``
-    (remember, feedback, undo, maintain, reviews, resolve_review) and ``client.imports``
+    add_messages, get_conversation, delete_conversation, messages), ``client.handoffs``
+    (begin, list, get, accept, cancel), ``client.lifecycle`` (remember, feedback, undo, maintain,
+    reviews, resolve_review) and ``client.imports``
     (upload, get, list, commit, delete: import jobs); ``client.search(query)`` and
     ``client.context(query)`` are the calls an app makes around each LLM call.
 
@@ -345,6 +363,7 @@ class Client:
         self.environments = Environments(self._send, EnvironmentCalls())
         self.accounts = Accounts(self._send, AccountCalls())
         self.soul = Soul(self._send, SoulCalls())
+        self.handoffs = Handoffs(self._send, HandoffCalls())
         self.extraction = Extraction(self._send, ExtractionCalls())
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
         self.imports = Imports(self._send, ImportCalls())
@@ -405,6 +424,7 @@ class AsyncClient:
         self.environments = AsyncEnvironments(self._send, EnvironmentCalls())
         self.accounts = AsyncAccounts(self._send, AccountCalls())
         self.soul = AsyncSoul(self._send, SoulCalls())
+        self.handoffs = AsyncHandoffs(self._send, HandoffCalls())
         self.extraction = AsyncExtraction(self._send, ExtractionCalls())
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
         self.imports = AsyncImports(self._send, ImportCalls())

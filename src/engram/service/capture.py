@@ -48,6 +48,7 @@ from engram.service.briefing import (
     SoulFn,
 )
 from engram.service.environments import EnvironmentService, require_scope
+from engram.service.handoffs import HandoffService
 from engram.service.memories import MemoryService
 from engram.store import Store
 from engram.store.capture import CapturedSession, Observation, SessionTouch
@@ -103,6 +104,7 @@ class CaptureService:
         remember: RememberFn | None = None,
         profile: ProfileFn | None = None,
         learn: LearnFn | None = None,
+        handoffs: HandoffService | None = None,
         max_pending: int = 20_000,
         idle_after: timedelta = timedelta(minutes=15),
     ) -> None:
@@ -112,6 +114,7 @@ class CaptureService:
         self._memories = memories
         self._remember = remember
         self._learn = learn
+        self._handoffs = handoffs
         self.briefing = Briefing(
             store, environments, self._summarize_quietly, soul, recall, profile
         )
@@ -178,7 +181,16 @@ class CaptureService:
             old = touches.get(sid)
             if old is None:
                 touches[sid] = SessionTouch(
-                    sid, env_id, ev.agent.value, ev.session_id, ev.cwd, at, at, ended, title
+                    sid,
+                    env_id,
+                    ev.agent.value,
+                    ev.session_id,
+                    ev.cwd,
+                    at,
+                    at,
+                    ended,
+                    title,
+                    actor.user_id,
                 )
             else:
                 touches[sid] = SessionTouch(
@@ -191,6 +203,7 @@ class CaptureService:
                     max(old.last_at, at),
                     ended or old.ended_at,
                     old.title or title,
+                    old.user_id,
                 )
             if ev.kind in ENDING_KINDS:
                 ending.add(sid)
@@ -352,6 +365,11 @@ class CaptureService:
         summary = summarize(observations, session.cwd)
         now = self._clock()
         if summary.empty:
+            # a session that did no work gives its claim back, once it ended or went idle (not
+            # when a session starting beside it summarises it early)
+            over = session.ended_at is not None or session.last_event_at < now - self.idle_after
+            if self._handoffs is not None and over:
+                self._handoffs.give_back(sid)
             return None
         env = self._store.get_environment(session.environment_id)
         if env is None:
@@ -400,6 +418,8 @@ class CaptureService:
                 env.id,
             )
             self._remember_preferences(summary, actor, env.id)
+        if self._handoffs is not None:  # first: once the episode shows, so does the handoff
+            self._handoffs.from_session(session, summary)
         if self._learn is not None:  # only the user's prompts: never tool output
             self._learn(env.owner, env.id, summary.preferences)
         self._store.capture.set_episode(sid, episode.id, session.last_event_at)
@@ -490,7 +510,16 @@ class CaptureService:
         )
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         self._schedule(pending.ending)
-        block = self.briefing.block(start.environment_id, start.session, max_tokens, actor)
+        cwd = next((t.cwd for t in pending.touches if t.id == start.session), "")
+        handoff = ""
+        if self._handoffs is not None:
+            self.briefing.catch_up(start.environment_id, start.session)
+            handoff = self._handoffs.deliver(
+                actor, start.environment_id, start.session, start.agent, cwd
+            )
+        block = self.briefing.block(
+            start.environment_id, start.session, max_tokens, actor, lead=handoff
+        )
         return self._result(pending, set(stored)), block
 
     def prompt_recall(
@@ -550,6 +579,7 @@ def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:
         max(a.last_at, b.last_at),
         b.ended_at or a.ended_at,
         a.title or b.title,
+        a.user_id or b.user_id,
     )
 
 

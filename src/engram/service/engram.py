@@ -6,6 +6,7 @@ import secrets
 from pathlib import Path
 
 from engram.actors import Actor
+from engram.capture.handoffs import HandoffConfig
 from engram.clock import Clock, system_clock
 from engram.config import Settings
 from engram.embeddings import load_embedder
@@ -24,6 +25,7 @@ from engram.service.environments import EnvironmentService
 from engram.service.erasure import ErasureService
 from engram.service.exporting import ExportService
 from engram.service.extraction import ExtractionService
+from engram.service.handoffs import HandoffService
 from engram.service.import_jobs import ImportJobs
 from engram.service.indexer import Indexer
 from engram.service.lifecycle import LifecycleService
@@ -55,6 +57,7 @@ class Engram:
         scrubber: Scrubber | None = None,
         home: Path | None = None,
         imports_dir: Path | None = None,
+        handoffs: HandoffConfig | None = None,
     ) -> None:
         # the one way to the store: every write below is scrubbed of secrets (engram.scrub)
         self.scrubber = scrubber or Scrubber()
@@ -85,6 +88,8 @@ class Engram:
         self.lifecycle = LifecycleService(
             store, clock, self.environments, self.memories, embedder, lifecycle
         )
+        # where one session's work stands, for the next (any agent); claimed exactly once
+        self.handoffs = HandoffService(store, clock, self.environments, handoffs)
         # coding-agent sessions captured by the hooks (engram-hook), summarised without an LLM
         # the user's habits across projects, held at the user level (engram profile)
         self.profile = ProfileService(store, clock)
@@ -98,6 +103,7 @@ class Engram:
             remember=self.lifecycle.remember,
             profile=self.profile.digest,
             learn=self.profile.learn,
+            handoffs=self.handoffs,
         )
         # learning from conversations; stores what it learns through the lifecycle
         self.extraction = ExtractionService(
@@ -145,6 +151,7 @@ class Engram:
             ),
             scrubber=Scrubber(settings.scrub),
             home=settings.home,
+            handoffs=settings.handoffs,
         )
 
     def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulTier:

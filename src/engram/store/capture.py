@@ -26,6 +26,8 @@ class CapturedSession:
     """The episode summarising it, once it stopped or went idle."""
     summarized_at: datetime | None = None
     title: str = ""
+    user_id: str = ""
+    """The user whose hooks captured it ('' for sessions older than this column)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,7 @@ class SessionTouch:
     last_at: datetime
     ended_at: datetime | None = None
     title: str = ""
+    user_id: str = ""
 
 
 class CaptureStore(Protocol):

@@ -26,6 +26,7 @@ SESSION_FIELDS = (
     "episode_id",
     "summarized_at",
     "title",
+    "user_id",
 )
 """The session columns, in the order both stores select them (:meth:`CaptureRows.session`)."""
 SESSION_COLUMNS = ", ".join(SESSION_FIELDS)
@@ -40,6 +41,7 @@ SESSION_WRITE_FIELDS = (
     "started_at",
     "last_event_at",
     "ended_at",
+    "user_id",
 )
 """The columns a session upsert writes, in the order of :func:`session_values`."""
 
@@ -80,6 +82,7 @@ def session_values(s: SessionTouch, time: Callable[[datetime], Any]) -> tuple[An
         time(s.first_at),
         time(s.last_at),
         ended,
+        s.user_id,
     )
 
 
@@ -122,6 +125,7 @@ class CaptureRows(TimedRows):
             episode_id=row[9],
             summarized_at=self._maybe_time(row[10]),
             title=row[11],
+            user_id=row[12],
         )
 
     def observation(self, row: Sequence[Any]) -> Observation:

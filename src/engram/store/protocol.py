@@ -22,6 +22,7 @@ from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersio
 from engram.store.accounts import AccountStore, AuditStore
 from engram.store.capture import CaptureStore
 from engram.store.conversations import ConversationStore
+from engram.store.handoffs import HandoffStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
 from engram.store.oauth import OAuthStore
@@ -161,6 +162,11 @@ class Store(Protocol):
     @property
     def capture(self) -> CaptureStore:
         """Captured coding-agent sessions and their observations."""
+        ...
+
+    @property
+    def handoffs(self) -> HandoffStore:
+        """Handoffs between coding-agent sessions (claimed exactly once)."""
         ...
 
     @property

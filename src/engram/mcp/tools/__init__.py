@@ -12,6 +12,7 @@ from engram.mcp.tools import (
     environments,
     episodes,
     extraction,
+    handoffs,
     lifecycle,
     memories,
     profile,
@@ -31,6 +32,7 @@ MODULES = (
     sessions,
     profile,
     providers,
+    handoffs,
 )
 
 

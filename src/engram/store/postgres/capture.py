@@ -26,7 +26,8 @@ _UPSERT_SESSION = (
     "last_event_at = greatest(s.last_event_at, excluded.last_event_at), "
     "ended_at = coalesce(excluded.ended_at, s.ended_at), "
     "cwd = CASE WHEN s.cwd = '' THEN excluded.cwd ELSE s.cwd END, "
-    "title = CASE WHEN s.title = '' THEN excluded.title ELSE s.title END"
+    "title = CASE WHEN s.title = '' THEN excluded.title ELSE s.title END, "
+    "user_id = CASE WHEN s.user_id = '' THEN excluded.user_id ELSE s.user_id END"
 )
 _INSERT_OBS = (
     f"INSERT INTO capture_observations ({', '.join(OBSERVATION_WRITE_FIELDS)}) "

@@ -27,6 +27,7 @@ from engram.store.postgres.capture import PostgresCaptureStore
 from engram.store.postgres.conversations import PostgresConversationStore
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
 from engram.store.postgres.export import PostgresExporter
+from engram.store.postgres.handoffs import PostgresHandoffStore
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
@@ -91,6 +92,7 @@ class PostgresStore:
         self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
         self.capture = PostgresCaptureStore(self.db)
+        self.handoffs = PostgresHandoffStore(self.db)
         self.imports = PostgresImportLedger(self.db)
         self._term_frequencies = keywords.TermFrequencies()
         self._lexeme_cache: dict[str, frozenset[str]] = {}

@@ -31,7 +31,8 @@ _UPSERT_SESSION = (
     "last_event_at = max(last_event_at, excluded.last_event_at), "
     "ended_at = coalesce(excluded.ended_at, ended_at), "
     "cwd = CASE WHEN cwd = '' THEN excluded.cwd ELSE cwd END, "
-    "title = CASE WHEN title = '' THEN excluded.title ELSE title END"
+    "title = CASE WHEN title = '' THEN excluded.title ELSE title END, "
+    "user_id = CASE WHEN user_id = '' THEN excluded.user_id ELSE user_id END"
 )
 _INSERT_OBS = (
     f"INSERT INTO capture_observations ({', '.join(OBSERVATION_WRITE_FIELDS)}) "

@@ -483,6 +483,41 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id)",
         ),
     ),
+    Migration(
+        "0023_handoffs",
+        (
+            # where one session's work stands, for the next to pick up (engram.store.handoffs)
+            """CREATE TABLE handoffs (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
+                summary TEXT NOT NULL,
+                from_agent TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                cwd TEXT NOT NULL DEFAULT '',
+                open_questions TEXT NOT NULL DEFAULT '[]',
+                next_steps TEXT NOT NULL DEFAULT '[]',
+                files_touched TEXT NOT NULL DEFAULT '[]',
+                for_agent TEXT,
+                for_user TEXT,
+                automatic INTEGER NOT NULL DEFAULT 0,
+                source_session TEXT,
+                state TEXT NOT NULL DEFAULT 'open',
+                updated_at REAL,
+                accepted_by TEXT,
+                accepted_agent TEXT,
+                accepted_session TEXT,
+                accepted_at REAL
+            )""",
+            "CREATE INDEX handoffs_env_state ON handoffs (environment_id, state, created_at)",
+            "CREATE INDEX handoffs_owner ON handoffs (owner, created_at)",
+            "CREATE INDEX handoffs_for_user ON handoffs (for_user) WHERE for_user IS NOT NULL",
+            "CREATE INDEX handoffs_accepted_session ON handoffs (accepted_session) "
+            "WHERE accepted_session IS NOT NULL",
+            # the user whose hooks captured a session: its automatic handoff is theirs
+            "ALTER TABLE capture_sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
 )
 
 

@@ -38,6 +38,7 @@ from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
 from engram.store.sqlite.export import SQLiteExporter
+from engram.store.sqlite.handoffs import SQLiteHandoffStore
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.imports import SQLiteImportLedger
 from engram.store.sqlite.oauth import SQLiteOAuthStore
@@ -102,6 +103,7 @@ class SQLiteStore:
         self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
         self.capture = SQLiteCaptureStore(self.db)
+        self.handoffs = SQLiteHandoffStore(self.db)
         self.imports = SQLiteImportLedger(self.db)
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
