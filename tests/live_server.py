@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -60,7 +60,7 @@ def serve(
     engram: Engram,
     port: int | None = None,
     build: Callable[[Engram, ServerSettings], ASGIApp] = create_app,
-) -> Iterator[str]:
+) -> AbstractContextManager[str]:
     """``build(engram, settings)`` (default: the REST app) served by :func:`running`; yields
     its URL."""
     return running(lambda p: build(engram, ServerSettings(port=p)), port)

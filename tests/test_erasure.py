@@ -24,8 +24,8 @@ from engram.models import MemoryFilter, NewMemory, Status
 from engram.sdk import Client
 from engram.store.sqlite import SQLiteStore
 from tests import test_import_jobs
+from tests.access_world import STRANGER_MARK, plant_stranger
 from tests.sql import backend
-from tests.test_access_matrix import STRANGER_MARK, plant_stranger
 from tests.test_purge_leaves_nothing import _rows_mentioning
 
 GONE = "quokkamarkergone"

@@ -23,8 +23,8 @@ from engram.cli import main
 from engram.errors import Conflict, NotFound
 from engram.mcp import Binding, build_server
 from engram.sdk import Client
+from tests.live_server import running
 from tests.mcp_scenario import text_of
-from tests.test_api_live import running
 
 V1 = "/api/v1/handoffs"
 

@@ -22,8 +22,8 @@ from engram.portability.report import ImportJob, JobState
 from engram.sdk import Client
 from engram.service.import_jobs import ImportJobs
 from tests import export_fixtures as fx
+from tests.live_server import running
 from tests.scrub_fixtures import fakes
-from tests.test_api_live import running
 
 WAIT = 60.0
 

@@ -23,7 +23,7 @@ from engram.models import NewMemory
 from engram.servers import http_app
 from engram.store.sqlite import SQLiteStore
 from tests import export_fixtures as fx
-from tests.test_api_live import running
+from tests.live_server import running
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect  # noqa: E402

@@ -65,12 +65,12 @@ def test_a_memory_recorded_in_the_named_time_is_preferred(engram: Engram) -> Non
     assert ids(engram, query)[0] == july
     by_id = {
         i.memory.id: i.breakdown
-        for i in engram.search.search(LOCAL, query, count_access=False).items
+        for i in engram.search.search(query, LOCAL, count_access=False).items
     }
     assert by_id[july].time_matched is True and by_id[march].time_matched is False
     b = by_id[july]
     assert b.relevance.value == pytest.approx(0.7 * b.stream_relevance + 0.3)  # type: ignore[operator]
     # a query naming no time: the signal is neutral and the order is the streams' own
     assert ids(engram, "deploy freeze billing") == [i for i in plain if i in (july, march)]
-    neutral = engram.search.search(LOCAL, "deploy freeze billing", count_access=False).items
+    neutral = engram.search.search("deploy freeze billing", LOCAL, count_access=False).items
     assert all(i.breakdown.time_matched is None for i in neutral)

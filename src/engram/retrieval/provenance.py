@@ -14,7 +14,7 @@ stays in [0, 1]. Each signal is neutral when it says nothing: a query naming non
 candidates' authors leaves the author part equal to the streams' relevance, and so does a memory
 with no thread; a query naming no time gives the time share back to the streams. Measured on
 LoCoMo (bench/locomo, hybrid turn recall@10, turns with their speaker as author and session as
-thread): 0.748 from the streams alone, 0.767 with author and thread at 0.1 each (the thread
+thread): 0.727 from the streams alone, 0.767 with author and thread at 0.1 each (the thread
 measured on its best three), 0.798 at the defaults (author 0.1, thread 0.3 on its best two,
 time 0.15; tuned on the dev split, the only one here)."""
 
