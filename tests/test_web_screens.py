@@ -14,7 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from engram import LOCAL, Engram
+from engram.actors import Actor
 from engram.api import ServerSettings
+from engram.handoffs import HandoffState
 from engram.models import NewMemory
 from engram.servers import http_app
 from tests import export_fixtures as fx
@@ -189,3 +191,25 @@ def test_import_runs_in_the_background_with_progress(
     )
     assert again.status_code == 404 and "upload the file again" in again.text
     assert engram.memories.list_memories(LOCAL, None).total > 0
+
+
+def test_handoff_inbox_accepts_through_the_form(engram: Engram, owner: Browser) -> None:
+    rita = engram.accounts.create_user("rita", LOCAL)
+    theirs = engram.handoffs.begin(Actor(rita.id, "local"), "Rita's private notes")
+    mine = engram.handoffs.begin(LOCAL, "Half-way through the login fix", from_agent="claude")
+    page = owner.get("/ui/handoffs")
+    assert f'data-handoff="{mine.id}"' in page and "Half-way through the login fix" in page
+    assert "claude" in page and f'action="/ui/handoffs/{mine.id}/accept"' in page
+    assert theirs.id not in page and "Rita&#39;s private notes" not in page
+    status, page = owner.post(f"/ui/handoffs/{mine.id}/accept")
+    assert status == 200 and f"accepted {mine.id}" in page
+    row = page.split(f'data-handoff="{mine.id}"')[1].split("</tr>")[0]
+    assert "accepted" in row and "you in web" in row and "/accept" not in row
+    assert engram.handoffs.get(LOCAL, mine.id).state is HandoffState.ACCEPTED
+    status, page = owner.post(f"/ui/handoffs/{mine.id}/accept")  # claimed exactly once
+    assert status == 409 and "already accepted" in page
+    assert owner.post(f"/ui/handoffs/{theirs.id}/accept")[0] == 404  # not even visible
+    assert engram.handoffs.get(Actor(rita.id, "local"), theirs.id).state is HandoffState.OPEN
+    other = engram.handoffs.begin(LOCAL, "Never mind this one")
+    status, page = owner.post(f"/ui/handoffs/{other.id}/cancel")
+    assert status == 200 and engram.handoffs.get(LOCAL, other.id).state is HandoffState.CANCELLED
