@@ -14,12 +14,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from engram import LOCAL, Engram
+from engram.accounts import Role
 from engram.actors import Actor
 from engram.api import ServerSettings
 from engram.handoffs import HandoffState
 from engram.models import NewMemory
 from engram.servers import http_app
 from tests import export_fixtures as fx
+from tests.access_world import Caller, World
 
 pytestmark = pytest.mark.slow  # Argon2id hashes each sign-in (about 0.5 s apiece under load)
 PASSWORD = "a long password"
@@ -213,3 +215,24 @@ def test_handoff_inbox_accepts_through_the_form(engram: Engram, owner: Browser) 
     other = engram.handoffs.begin(LOCAL, "Never mind this one")
     status, page = owner.post(f"/ui/handoffs/{other.id}/cancel")
     assert status == 200 and engram.handoffs.get(LOCAL, other.id).state is HandoffState.CANCELLED
+
+
+def test_oauth_grants_listed_and_revoked_on_the_keys_page(engram: Engram, owner: Browser) -> None:
+    rita = engram.accounts.create_user("rita", LOCAL, password=PASSWORD)
+    world = World(engram, LOCAL, "", "", "", "")
+    mine = world.grant(Caller("owner", LOCAL.user_id, Role.OWNER, frozenset()))
+    theirs = world.grant(Caller("rita", rita.id, Role.OWNER, frozenset()))
+    page = owner.get("/ui/keys")
+    row = page.split(f'data-grant="{mine}"')[1].split("</tr>")[0]
+    assert "active" in row and f'action="/ui/grants/{mine}/revoke"' in row
+    assert theirs not in page  # the page lists the viewer's own grants only
+    status, page = owner.post(f"/ui/grants/{mine}/revoke")
+    assert status == 200 and "revoked the grant of" in page
+    row = page.split(f'data-grant="{mine}"')[1].split("</tr>")[0]
+    assert "revoked" in row and "/revoke" not in row
+    assert engram.oauth.get_grant(mine, LOCAL).revoked_at is not None
+    reader = Browser(engram, "rita")  # not an admin: another user's grant does not exist
+    listed = reader.get("/ui/keys")
+    assert f'data-grant="{theirs}"' in listed and mine not in listed
+    assert reader.post(f"/ui/grants/{mine}/revoke")[0] == 404
+    assert engram.oauth.get_grant(theirs, LOCAL).revoked_at is None
