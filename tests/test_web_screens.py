@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from engram.api import ServerSettings
 from engram.handoffs import HandoffState
 from engram.models import NewMemory
 from engram.servers import http_app
+from engram.web import live
 from tests import export_fixtures as fx
 from tests.access_world import Caller, World
 
@@ -236,3 +237,36 @@ def test_oauth_grants_listed_and_revoked_on_the_keys_page(engram: Engram, owner:
     assert f'data-grant="{theirs}"' in listed and mine not in listed
     assert reader.post(f"/ui/grants/{mine}/revoke")[0] == 404
     assert engram.oauth.get_grant(theirs, LOCAL).revoked_at is None
+
+
+def test_live_capture_shows_the_newest_observations_and_reloads(
+    engram: Engram, owner: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "PAGE", 2)  # page through the sessions' observations
+    start = datetime.now(UTC)
+
+    def event(i: int, session: str, project: str, text: str) -> dict[str, str]:
+        at = (start + timedelta(seconds=i)).isoformat()
+        return {
+            "agent": "claude",
+            "kind": "prompt",
+            "session_id": session,
+            "cwd": f"/work/{project}",
+            "at": at,
+            "key": f"live-{i:04d}",
+            "project": project,
+            "text": text,
+        }
+
+    texts = [f"step number {i}" for i in range(5)]
+    events = [event(i, f"s-{i % 2}", "webapp", t) for i, t in enumerate(texts)]
+    events.append(event(9, "s-other", "elsewhere", "not in this project"))
+    engram.capture.ingest(events, LOCAL)
+    assert owner.post("/ui/environments/switch", environment="webapp")[0] == 200
+    page = owner.get("/ui/live")
+    assert '<meta http-equiv="refresh"' in page
+    shown = re.findall(r"class=\"snippet\">step number (\d)", page)
+    assert shown == ["4", "3", "2", "1", "0"]  # newest first, across both sessions
+    assert "not in this project" not in page
+    paused = owner.get("/ui/live?paused=true")
+    assert 'http-equiv="refresh"' not in paused and "step number 4" in paused
