@@ -7,17 +7,22 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from engram import LOCAL, Engram
+from engram.accounts import Role
+from engram.actors import Actor
 from engram.api import ServerSettings
+from engram.handoffs import HandoffState
 from engram.models import NewMemory
 from engram.servers import http_app
+from engram.web import live
 from tests import export_fixtures as fx
+from tests.access_world import Caller, World
 
 pytestmark = pytest.mark.slow  # Argon2id hashes each sign-in (about 0.5 s apiece under load)
 PASSWORD = "a long password"
@@ -189,3 +194,79 @@ def test_import_runs_in_the_background_with_progress(
     )
     assert again.status_code == 404 and "upload the file again" in again.text
     assert engram.memories.list_memories(LOCAL, None).total > 0
+
+
+def test_handoff_inbox_accepts_through_the_form(engram: Engram, owner: Browser) -> None:
+    rita = engram.accounts.create_user("rita", LOCAL)
+    theirs = engram.handoffs.begin(Actor(rita.id, "local"), "Rita's private notes")
+    mine = engram.handoffs.begin(LOCAL, "Half-way through the login fix", from_agent="claude")
+    page = owner.get("/ui/handoffs")
+    assert f'data-handoff="{mine.id}"' in page and "Half-way through the login fix" in page
+    assert "claude" in page and f'action="/ui/handoffs/{mine.id}/accept"' in page
+    assert theirs.id not in page and "Rita&#39;s private notes" not in page
+    status, page = owner.post(f"/ui/handoffs/{mine.id}/accept")
+    assert status == 200 and f"accepted {mine.id}" in page
+    row = page.split(f'data-handoff="{mine.id}"')[1].split("</tr>")[0]
+    assert "accepted" in row and "you in web" in row and "/accept" not in row
+    assert engram.handoffs.get(LOCAL, mine.id).state is HandoffState.ACCEPTED
+    status, page = owner.post(f"/ui/handoffs/{mine.id}/accept")  # claimed exactly once
+    assert status == 409 and "already accepted" in page
+    assert owner.post(f"/ui/handoffs/{theirs.id}/accept")[0] == 404  # not even visible
+    assert engram.handoffs.get(Actor(rita.id, "local"), theirs.id).state is HandoffState.OPEN
+    other = engram.handoffs.begin(LOCAL, "Never mind this one")
+    status, page = owner.post(f"/ui/handoffs/{other.id}/cancel")
+    assert status == 200 and engram.handoffs.get(LOCAL, other.id).state is HandoffState.CANCELLED
+
+
+def test_oauth_grants_listed_and_revoked_on_the_keys_page(engram: Engram, owner: Browser) -> None:
+    rita = engram.accounts.create_user("rita", LOCAL, password=PASSWORD)
+    world = World(engram, LOCAL, "", "", "", "")
+    mine = world.grant(Caller("owner", LOCAL.user_id, Role.OWNER, frozenset()))
+    theirs = world.grant(Caller("rita", rita.id, Role.OWNER, frozenset()))
+    page = owner.get("/ui/keys")
+    row = page.split(f'data-grant="{mine}"')[1].split("</tr>")[0]
+    assert "active" in row and f'action="/ui/grants/{mine}/revoke"' in row
+    assert theirs not in page  # the page lists the viewer's own grants only
+    status, page = owner.post(f"/ui/grants/{mine}/revoke")
+    assert status == 200 and "revoked the grant of" in page
+    row = page.split(f'data-grant="{mine}"')[1].split("</tr>")[0]
+    assert "revoked" in row and "/revoke" not in row
+    assert engram.oauth.get_grant(mine, LOCAL).revoked_at is not None
+    reader = Browser(engram, "rita")  # not an admin: another user's grant does not exist
+    listed = reader.get("/ui/keys")
+    assert f'data-grant="{theirs}"' in listed and mine not in listed
+    assert reader.post(f"/ui/grants/{mine}/revoke")[0] == 404
+    assert engram.oauth.get_grant(theirs, LOCAL).revoked_at is None
+
+
+def test_live_capture_shows_the_newest_observations_and_reloads(
+    engram: Engram, owner: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "PAGE", 2)  # page through the sessions' observations
+    start = datetime.now(UTC)
+
+    def event(i: int, session: str, project: str, text: str) -> dict[str, str]:
+        at = (start + timedelta(seconds=i)).isoformat()
+        return {
+            "agent": "claude",
+            "kind": "prompt",
+            "session_id": session,
+            "cwd": f"/work/{project}",
+            "at": at,
+            "key": f"live-{i:04d}",
+            "project": project,
+            "text": text,
+        }
+
+    texts = [f"step number {i}" for i in range(5)]
+    events = [event(i, f"s-{i % 2}", "webapp", t) for i, t in enumerate(texts)]
+    events.append(event(9, "s-other", "elsewhere", "not in this project"))
+    engram.capture.ingest(events, LOCAL)
+    assert owner.post("/ui/environments/switch", environment="webapp")[0] == 200
+    page = owner.get("/ui/live")
+    assert '<meta http-equiv="refresh"' in page
+    shown = re.findall(r"class=\"snippet\">step number (\d)", page)
+    assert shown == ["4", "3", "2", "1", "0"]  # newest first, across both sessions
+    assert "not in this project" not in page
+    paused = owner.get("/ui/live?paused=true")
+    assert 'http-equiv="refresh"' not in paused and "step number 4" in paused

@@ -73,7 +73,7 @@ def _name(name: str, value: str | None) -> str | None:
     return value or None
 
 
-def _age(delta: timedelta) -> str:
+def age(delta: timedelta) -> str:
     seconds = max(int(delta.total_seconds()), 0)
     if seconds < 90:
         return f"{seconds} s"
@@ -301,7 +301,7 @@ class HandoffService:
             return ""
         if self.config.mode is HandoffMode.OFFER:
             lines = [
-                f"- {h.id} from {h.from_agent}, {_age(now - h.created_at)} old"
+                f"- {h.id} from {h.from_agent}, {age(now - h.created_at)} old"
                 for h in candidates[:5]
             ]
             return (
@@ -361,7 +361,7 @@ def render(h: Handoff, now: datetime) -> str:
     """A claimed handoff as the briefing shows it (factual, no instructions)."""
     where = f" in {h.cwd}" if h.cwd else ""
     lines = [
-        f"Handoff {h.id} from {h.from_agent}, left {_age(now - h.created_at)} ago{where} "
+        f"Handoff {h.id} from {h.from_agent}, left {age(now - h.created_at)} ago{where} "
         "(accepted for this session):",
         h.summary,
     ]

@@ -1,5 +1,6 @@
 """API keys: create (the token shown this once), rotate, revoke. Creating keys needs an
-administrator, as on the API; a key never holds a scope its creator lacks."""
+administrator, as on the API; a key never holds a scope its creator lacks. Below them the user's
+OAuth grants (the remote MCP clients signed in as them), each revocable."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ router = APIRouter()
 
 def _page(request: Request, viewer: Viewer, issued: IssuedKey | None, note: str) -> HTMLResponse:
     keys = viewer.engram.accounts.list_keys(viewer.actor)
+    grants = viewer.engram.oauth.list_grants(viewer.actor)
     return render(
         request,
         viewer,
@@ -23,6 +25,7 @@ def _page(request: Request, viewer: Viewer, issued: IssuedKey | None, note: str)
         201 if issued else 200,
         keys=sorted(keys, key=lambda k: k.created_at, reverse=True),
         issued=issued,
+        grants=sorted(grants, key=lambda g: g.created_at, reverse=True),
         scopes=[s.value for s in Scope],
         note=note,
     )
@@ -57,3 +60,10 @@ def rotate(request: Request, viewer: Posted, key_id: str) -> HTMLResponse:
 def revoke(viewer: Posted, key_id: str) -> RedirectResponse:
     key = viewer.engram.accounts.revoke_key(key_id, viewer.actor)
     return redirect("/keys", note=f"revoked {key.name}")
+
+
+@router.post("/grants/{grant_id}/revoke")
+def revoke_grant(viewer: Posted, grant_id: str) -> RedirectResponse:
+    """Stop the client's tokens at once (the grant stays listed, marked revoked)."""
+    grant = viewer.engram.oauth.revoke_grant(grant_id, viewer.actor)
+    return redirect("/keys", note=f"revoked the grant of {grant.client_name}")
