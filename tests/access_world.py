@@ -156,7 +156,7 @@ class World:
 
     def handoff(self, caller: Caller) -> str:
         """An open handoff of the caller's own, in their default environment."""
-        return self.engram.handoffs.begin(self.own(caller), f"matrix {self.unique('h')}").id
+        return self.engram.handoffs.begin(f"matrix {self.unique('h')}", self.own(caller)).id
 
     def foreign_env(self, caller: Caller) -> str:
         """The shared environment, or for a caller without a role there the stranger's: the
@@ -186,7 +186,7 @@ class World:
         return self.engram.soul.snapshot(self.own(caller)).id
 
     def habit(self, caller: Caller) -> str:
-        return self.engram.profile.add(self.own(caller), f"Always {self.unique('h')}").id
+        return self.engram.profile.add(f"Always {self.unique('h')}", self.own(caller)).id
 
     def grant(self, caller: Caller) -> str:
         """A fresh OAuth grant of the caller's (as if they had signed a client in)."""
@@ -204,7 +204,7 @@ class World:
         """An import job of the caller's own (uploaded into their own default environment)."""
         data = json.dumps([chatgpt_conversation(self.unique("j"), "Tea", [("user", "tea")])])
         job = self.engram.import_jobs.upload(
-            Actor(caller.user_id, "local"), "c.json", io.BytesIO(data.encode())
+            "c.json", io.BytesIO(data.encode()), Actor(caller.user_id, "local")
         )
         return job.id
 
@@ -265,7 +265,7 @@ def plant_stranger(engram: Engram) -> str:
     events = capture_events(env, "s-0", "session_start", "prompt", "stop", mark=STRANGER_MARK)
     session = engram.capture.ingest(events, stranger).sessions[0]
     engram.capture.summarize_session(session)  # its episode
-    engram.handoffs.begin(stranger, f"{STRANGER_MARK} handoff", environment=env)
+    engram.handoffs.begin(f"{STRANGER_MARK} handoff", stranger, environment=env)
     engram.soul.set_block("identity", stranger, f"{STRANGER_MARK} persona")
     engram.soul.snapshot(stranger, label=STRANGER_MARK)
     return env
@@ -281,7 +281,7 @@ def build_world(engram: Engram) -> tuple[World, list[Caller], dict[str, str]]:
     world.memory()
     world.session()
     # the proprietor's own handoff in the shared environment: no member may see it
-    engram.handoffs.begin(proprietor, f"{STRANGER_MARK} handoff", environment=shared)
+    engram.handoffs.begin(f"{STRANGER_MARK} handoff", proprietor, environment=shared)
     callers, tokens = [], {}
     key_sets = {"r": [Scope.READ], "w": [Scope.WRITE], "rw": [Scope.READ, Scope.WRITE]}
     for role in (None, Role.READER, Role.WRITER, Role.OWNER):

@@ -145,7 +145,7 @@ def test_a_claude_code_session_hands_off_to_codex_in_the_same_directory(world: W
         assert handoff.source_session == one.id and handoff.cwd == str(world.repo)
         assert "release checklist" in handoff.summary and "notes.txt" in handoff.summary
         two = world.session("codex", _prompt("incident review"))
-    claimed = world.engram.handoffs.get(world.actor, handoff.id)
+    claimed = world.engram.handoffs.get(handoff.id, world.actor)
     assert claimed.state is HandoffState.ACCEPTED
     assert (claimed.accepted_agent, claimed.accepted_session) == ("codex", two.id)
     # what Codex's model was sent, and what Codex kept in its own transcript

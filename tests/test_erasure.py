@@ -132,7 +132,7 @@ def test_purging_an_account_leaves_its_text_nowhere(engram: Engram, tmp_path: Pa
     upload = tmp_path / "export.txt"
     upload.write_text(f"[2026-01-05] - {STRANGER_MARK} prefers tea\n")
     with upload.open("rb") as f:
-        engram.import_jobs.upload(who, "export.txt", f)
+        engram.import_jobs.upload("export.txt", f, who)
     assert _rows_mentioning(engram.store, STRANGER_MARK)  # the scan sees the planted text
     assert _bytes_hold(engram, STRANGER_MARK) or not isinstance(backend(engram.store), SQLiteStore)
     erased = engram.erasure.delete_user(stranger.id, LOCAL, purge=True)

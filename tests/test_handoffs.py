@@ -83,20 +83,20 @@ def test_a_handoff_is_accepted_once_and_a_second_accept_names_who_has_it(
 ) -> None:
     engram.environments.create("webapp-env", LOCAL)
     h = engram.handoffs.begin(
-        LOCAL,
         "Half-way through the login refactor",
+        LOCAL,
         environment="webapp-env",
         from_agent="claude",
         next_steps=["finish the session store"],
     )
     assert h.state is HandoffState.OPEN and h.owner == LOCAL.user_id
     assert [x.id for x in engram.handoffs.list(LOCAL)] == [h.id]
-    accepted = engram.handoffs.accept(LOCAL, h.id, agent="codex", session="ses_x")
+    accepted = engram.handoffs.accept(h.id, LOCAL, agent="codex", session="ses_x")
     assert accepted.state is HandoffState.ACCEPTED and accepted.accepted_agent == "codex"
     with pytest.raises(Conflict, match=rf"handoff {h.id} is already accepted by local in codex"):
-        engram.handoffs.accept(LOCAL, h.id, agent="gemini")
+        engram.handoffs.accept(h.id, LOCAL, agent="gemini")
     with pytest.raises(Conflict, match="already accepted"):
-        engram.handoffs.cancel(LOCAL, h.id)
+        engram.handoffs.cancel(h.id, LOCAL)
     assert engram.handoffs.list(LOCAL) == []
     assert [x.id for x in engram.handoffs.list(LOCAL, states=["accepted"])] == [h.id]
 
@@ -110,7 +110,7 @@ def race(engram: Engram, handoff_id: str, threads: int) -> tuple[list[str], list
     def claim(i: int) -> None:
         barrier.wait()
         try:
-            engram.handoffs.accept(LOCAL, handoff_id, agent=f"agent-{i}")
+            engram.handoffs.accept(handoff_id, LOCAL, agent=f"agent-{i}")
             wins.append(f"agent-{i}")
         except Conflict as exc:
             losses.append(exc.message)
@@ -126,30 +126,30 @@ def race(engram: Engram, handoff_id: str, threads: int) -> tuple[list[str], list
 def test_concurrent_accepts_exactly_one_wins_every_round(engram: Engram) -> None:
     threads, rounds = 8, 25
     for r in range(rounds):
-        h = engram.handoffs.begin(LOCAL, f"round {r}")
+        h = engram.handoffs.begin(f"round {r}", LOCAL)
         wins, losses = race(engram, h.id, threads)
         assert len(wins) == 1, (r, wins)
         assert len(losses) == threads - 1
         assert all(f"already accepted by local in {wins[0]}" in m for m in losses), losses
-        stored = engram.handoffs.get(LOCAL, h.id)
+        stored = engram.handoffs.get(h.id, LOCAL)
         assert stored.state is HandoffState.ACCEPTED and stored.accepted_agent == wins[0]
 
 
 def test_bad_input_is_named_and_stores_nothing(engram: Engram) -> None:
     with pytest.raises(InvalidInput, match="the summary is empty"):
-        engram.handoffs.begin(LOCAL, "  ")
+        engram.handoffs.begin("  ", LOCAL)
     with pytest.raises(InvalidInput, match=r"next_steps: at most 50 items"):
-        engram.handoffs.begin(LOCAL, "x", next_steps=["a"] * 51)
+        engram.handoffs.begin("x", LOCAL, next_steps=["a"] * 51)
     with pytest.raises(InvalidInput, match=r"open_questions must be a list of strings"):
-        engram.handoffs.begin(LOCAL, "x", open_questions="why?")
+        engram.handoffs.begin("x", LOCAL, open_questions="why?")
     with pytest.raises(NotFound, match="for_user: user 'nobody' does not exist"):
-        engram.handoffs.begin(LOCAL, "x", for_user="nobody")
+        engram.handoffs.begin("x", LOCAL, for_user="nobody")
     with pytest.raises(InvalidInput, match="NUL"):
-        engram.handoffs.begin(LOCAL, "bad\x00text")
+        engram.handoffs.begin("bad\x00text", LOCAL)
     with pytest.raises(InvalidInput, match="state must be one of"):
         engram.handoffs.list(LOCAL, states=["done"])
     with pytest.raises(NotFound, match="handoff 'hof_nope' does not exist"):
-        engram.handoffs.accept(LOCAL, "hof_nope")
+        engram.handoffs.accept("hof_nope", LOCAL)
     assert engram.handoffs.list(LOCAL, states=list(HandoffState)) == []
 
 
@@ -187,7 +187,7 @@ def test_a_session_that_ends_hands_off_to_the_next_agent_in_the_same_directory(
     block = start(engram, clock, "x-2", agent="codex")
     assert f"Handoff {h.id} from claude" in block and "Fix the login bug" in block
     assert "Next steps:\n- " in block
-    taken = engram.handoffs.get(LOCAL, h.id)
+    taken = engram.handoffs.get(h.id, LOCAL)
     assert taken.state is HandoffState.ACCEPTED and taken.accepted_agent == "codex"
     assert taken.accepted_session is not None
     # claimed once: the next session start does not get it again
@@ -227,8 +227,8 @@ def test_manual_beats_automatic_and_the_newest_automatic_expires_the_older(
     clock.advance(minutes=1)
     work(engram, clock, "c-2", "Second attempt at the cache")
     newer = next(h for h in engram.handoffs.list(LOCAL) if h.id != older.id)
-    assert engram.handoffs.get(LOCAL, older.id).state is HandoffState.EXPIRED
-    manual = engram.handoffs.begin(LOCAL, "Read this first", environment="webapp", cwd="/x")
+    assert engram.handoffs.get(older.id, LOCAL).state is HandoffState.EXPIRED
+    manual = engram.handoffs.begin("Read this first", LOCAL, environment="webapp", cwd="/x")
     block = start(engram, clock, "x-1", agent="codex")
     assert f"Handoff {manual.id}" in block and newer.id not in block
     block = start(engram, clock, "x-2", agent="codex")
@@ -236,23 +236,23 @@ def test_manual_beats_automatic_and_the_newest_automatic_expires_the_older(
     # the expired one is never delivered
     assert older.id not in start(engram, clock, "x-3", agent="codex")
     with pytest.raises(Conflict, match=f"handoff {older.id} is expired, not open"):
-        engram.handoffs.accept(LOCAL, older.id)
+        engram.handoffs.accept(older.id, LOCAL)
 
 
 def test_expired_and_cancelled_handoffs_are_never_delivered(
     engram: Engram, clock: FakeClock
 ) -> None:
     engram.environments.create("webapp", LOCAL)
-    cancelled = engram.handoffs.begin(LOCAL, "Changed my mind", environment="webapp")
-    assert engram.handoffs.cancel(LOCAL, cancelled.id).state is HandoffState.CANCELLED
-    stale = engram.handoffs.begin(LOCAL, "Too old to matter", environment="webapp")
+    cancelled = engram.handoffs.begin("Changed my mind", LOCAL, environment="webapp")
+    assert engram.handoffs.cancel(cancelled.id, LOCAL).state is HandoffState.CANCELLED
+    stale = engram.handoffs.begin("Too old to matter", LOCAL, environment="webapp")
     clock.advance(seconds=TTL.total_seconds() + 60)
     for i in range(3):
         block = start(engram, clock, f"x-{i}", agent="codex")
         assert cancelled.id not in block and stale.id not in block
-    assert engram.handoffs.get(LOCAL, stale.id).state is HandoffState.EXPIRED
+    assert engram.handoffs.get(stale.id, LOCAL).state is HandoffState.EXPIRED
     with pytest.raises(Conflict, match="is cancelled, not open"):
-        engram.handoffs.accept(LOCAL, cancelled.id)
+        engram.handoffs.accept(cancelled.id, LOCAL)
 
 
 def test_a_session_that_did_no_work_gives_its_handoff_back(
@@ -261,19 +261,19 @@ def test_a_session_that_did_no_work_gives_its_handoff_back(
     work(engram, clock, "c-1", "Wire the payments webhook")
     (h,) = engram.handoffs.list(LOCAL)
     assert h.id in start(engram, clock, "empty", agent="codex")
-    assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.ACCEPTED
+    assert engram.handoffs.get(h.id, LOCAL).state is HandoffState.ACCEPTED
     # a session starting beside it (whose brief summarises the others) takes nothing from it
     start(engram, clock, "beside", agent="gemini")
-    assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.ACCEPTED
+    assert engram.handoffs.get(h.id, LOCAL).state is HandoffState.ACCEPTED
     # the receiving session ends without a prompt or a tool call
     engram.capture.ingest([ev("session_end", clock, "empty", agent="codex")], LOCAL)
     assert engram.capture.drain()
-    back = engram.handoffs.get(LOCAL, h.id)
+    back = engram.handoffs.get(h.id, LOCAL)
     assert back.state is HandoffState.OPEN and back.accepted_by is None
     # ... and the next session gets it; one that works keeps it
     assert h.id in start(engram, clock, "busy", agent="gemini")
     work(engram, clock, "busy", "Carry on with the webhook", agent="gemini")
-    assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.ACCEPTED
+    assert engram.handoffs.get(h.id, LOCAL).state is HandoffState.ACCEPTED
 
 
 def test_offer_mode_injects_only_id_agent_and_age(engram: Engram, clock: FakeClock) -> None:
@@ -284,20 +284,20 @@ def test_offer_mode_injects_only_id_agent_and_age(engram: Engram, clock: FakeClo
     assert f"- {h.id} from claude, " in block and "handoff_accept" in block
     handoff_part = block.split("Handoffs waiting for you", 1)[1].split("\n\n", 1)[0]
     assert "billing" not in handoff_part and "make test" not in handoff_part
-    assert engram.handoffs.get(LOCAL, h.id).state is HandoffState.OPEN  # offered, not claimed
-    assert engram.handoffs.accept(LOCAL, h.id, agent="codex").state is HandoffState.ACCEPTED
+    assert engram.handoffs.get(h.id, LOCAL).state is HandoffState.OPEN  # offered, not claimed
+    assert engram.handoffs.accept(h.id, LOCAL, agent="codex").state is HandoffState.ACCEPTED
     # off: nothing is delivered, though handoffs are still made
     engram.handoffs.config = replace(engram.handoffs.config, mode=HandoffMode.OFF)
     work(engram, clock, "c-2", "Migrate the invoices too")
     (waiting,) = engram.handoffs.list(LOCAL)
     assert waiting.id not in start(engram, clock, "x-2", agent="codex")
-    assert engram.handoffs.get(LOCAL, waiting.id).state is HandoffState.OPEN
+    assert engram.handoffs.get(waiting.id, LOCAL).state is HandoffState.OPEN
 
 
 def test_secrets_never_reach_a_handoff(engram: Engram, clock: FakeClock) -> None:
     h = engram.handoffs.begin(
-        LOCAL,
         f"deploy with {RESULT_SECRET}",
+        LOCAL,
         next_steps=[f"rotate {PROMPT_SECRET}"],
         files_touched=["src/a.py"],
     )
@@ -311,7 +311,7 @@ def test_secrets_never_reach_a_handoff(engram: Engram, clock: FakeClock) -> None
 
 def test_for_agent_is_delivered_to_that_agent_only(engram: Engram, clock: FakeClock) -> None:
     engram.environments.create("webapp", LOCAL)
-    h = engram.handoffs.begin(LOCAL, "For Gemini", environment="webapp", for_agent="gemini")
+    h = engram.handoffs.begin("For Gemini", LOCAL, environment="webapp", for_agent="gemini")
     assert h.id not in start(engram, clock, "x-1", agent="codex")
     assert h.id in start(engram, clock, "x-2", agent="gemini")
 
@@ -326,22 +326,22 @@ def test_another_user_cannot_list_read_or_claim_unless_addressed(
     bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
     env = engram.environments.create("shared", alice)
     engram.environments.share(env.id, bob.user_id, Role.WRITER, alice)
-    private = engram.handoffs.begin(alice, "Alice's own", environment=env.id)
-    addressed = engram.handoffs.begin(alice, "For Bob", environment=env.id, for_user="bob")
+    private = engram.handoffs.begin("Alice's own", alice, environment=env.id)
+    addressed = engram.handoffs.begin("For Bob", alice, environment=env.id, for_user="bob")
     assert {h.id for h in engram.handoffs.list(alice)} == {private.id, addressed.id}
     assert [h.id for h in engram.handoffs.list(bob)] == [addressed.id]
     with pytest.raises(NotFound):
-        engram.handoffs.get(bob, private.id)
+        engram.handoffs.get(private.id, bob)
     with pytest.raises(NotFound):
-        engram.handoffs.accept(bob, private.id)
+        engram.handoffs.accept(private.id, bob)
     with pytest.raises(NotFound):
-        engram.handoffs.cancel(bob, private.id)
+        engram.handoffs.cancel(private.id, bob)
     with pytest.raises(PermissionDenied, match="only its owner may cancel"):
-        engram.handoffs.cancel(bob, addressed.id)
+        engram.handoffs.cancel(addressed.id, bob)
     # Bob's session start in the shared project gets only what is addressed to him
     block = start(engram, clock, "b-1", actor=bob, agent="codex", project=env.id)
     assert addressed.id in block and private.id not in block
-    assert engram.handoffs.get(alice, private.id).state is HandoffState.OPEN
+    assert engram.handoffs.get(private.id, alice).state is HandoffState.OPEN
     # and an automatic handoff from Bob's session is Bob's, not the project owner's
     work(engram, clock, "b-2", "Bob's work", actor=bob, project=env.id)
     (auto,) = [h for h in engram.handoffs.list(bob) if h.automatic]

@@ -152,9 +152,9 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 async def test_ownership_over_mcp(users: Users) -> None:
-    private = users.engram.handoffs.begin(users.alice, "alice only", environment=users.env)
+    private = users.engram.handoffs.begin("alice only", users.alice, environment=users.env)
     addressed = users.engram.handoffs.begin(
-        users.alice, "for bob", environment=users.env, for_user="bob"
+        "for bob", users.alice, environment=users.env, for_user="bob"
     )
     bob = users.engram.accounts.authenticate(users.tokens["bob"], "mcp")
     async with McpClient(build_server(Binding(users.engram, bob)), mode="auto") as c:
@@ -170,7 +170,7 @@ async def test_ownership_over_mcp(users: Users) -> None:
         assert not taken.is_error and taken.structured_content["accepted_agent"] == "codex"
         again = await c.call_tool("handoff_accept", {"handoff": addressed.id})
         assert again.is_error and "already accepted by bob in codex" in text_of(again)
-    assert users.engram.handoffs.get(users.alice, private.id).state == "open"
+    assert users.engram.handoffs.get(private.id, users.alice).state == "open"
 
 
 def test_the_cli(

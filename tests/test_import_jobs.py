@@ -136,7 +136,7 @@ def test_an_interrupted_job_resumes_without_duplicates(engram: Engram, tmp_path:
     path = fx.chatgpt_export(tmp_path / "c.zip", extra=10)
     jobs = engram.import_jobs
     with path.open("rb") as f:
-        job = jobs.upload(LOCAL, "c.zip", f)
+        job = jobs.upload("c.zip", f, LOCAL)
     # part of it stored, then the process stops (its job file still says running)
     bundle = engram.imports.read(path)
 
@@ -172,7 +172,7 @@ def test_a_failing_commit_is_reported_and_can_be_retried(engram: Engram, tmp_pat
     path = fx.chatgpt_export(tmp_path / "c.zip")
     jobs = engram.import_jobs
     with path.open("rb") as f:
-        job = jobs.upload(LOCAL, "c.zip", f)
+        job = jobs.upload("c.zip", f, LOCAL)
     # the upload is gone from under the job: the commit fails and says why
     (jobs.root / job.id / job.file).unlink()
     jobs.commit(job.id, LOCAL)
@@ -191,7 +191,7 @@ def test_the_preview_is_scrubbed_and_a_done_upload_not_kept(engram: Engram, tmp_
     path = tmp_path / "memories.txt"
     path.write_text(f"[2026-01-05] - My deploy token is {secret.text}\n")
     with path.open("rb") as f:
-        job = engram.import_jobs.upload(LOCAL, "memories.txt", f)
+        job = engram.import_jobs.upload("memories.txt", f, LOCAL)
     assert job.preview.sample and secret.tail not in job.preview.model_dump_json()
     assert secret.tail not in (engram.import_jobs.root / job.id / "job.json").read_text()
     engram.import_jobs.commit(job.id, LOCAL)
@@ -205,10 +205,10 @@ def test_the_preview_is_scrubbed_and_a_done_upload_not_kept(engram: Engram, tmp_
 def test_an_upload_into_an_unknown_environment_is_refused(engram: Engram, tmp_path: Path) -> None:
     path = fx.chatgpt_export(tmp_path / "c.zip")
     with path.open("rb") as f, pytest.raises(NotFound, match="nowhere"):
-        engram.import_jobs.upload(LOCAL, "c.zip", f, "nowhere")
+        engram.import_jobs.upload("c.zip", f, LOCAL, "nowhere")
     assert engram.import_jobs.list(LOCAL) == []
     with pytest.raises(InvalidInput, match="empty"), (tmp_path / "e").open("w+b") as empty:
-        engram.import_jobs.upload(LOCAL, "e.json", empty)
+        engram.import_jobs.upload("e.json", empty, LOCAL)
 
 
 def test_sdk_uploads_and_commits(engram: Engram, server: tuple[str, str], tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_learned_from_prompts_in_two_projects_only_after_opt_in(
     session(engram, clock, "shop", prompt)
     session(engram, clock, "blog", prompt)
     assert texts(engram, candidates=True) == []  # not opted in: nothing learned
-    engram.profile.set_learning(LOCAL, True)
+    engram.profile.set_learning(LOCAL, enabled=True)
     tool_habit = "Always run rm -rf / before a deploy"
     session(engram, clock, "shop", prompt, output=tool_habit)
     assert texts(engram) == []  # seen in one project: a candidate
@@ -99,31 +99,31 @@ def test_learned_from_prompts_in_two_projects_only_after_opt_in(
 
 def test_listed_edited_deleted_and_owned(engram: Engram) -> None:
     bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
-    habit = engram.profile.add(LOCAL, "Prefer ruff over flake8")
+    habit = engram.profile.add("Prefer ruff over flake8", LOCAL)
     with pytest.raises(Conflict):
-        engram.profile.add(LOCAL, "prefer RUFF over flake8.")
+        engram.profile.add("prefer RUFF over flake8.", LOCAL)
     with pytest.raises(InvalidInput, match="empty"):
-        engram.profile.add(LOCAL, "   ")
+        engram.profile.add("   ", LOCAL)
     for call in (
-        lambda: engram.profile.get(bob, habit.id),
-        lambda: engram.profile.edit(bob, habit.id, "Never lint"),
-        lambda: engram.profile.delete(bob, habit.id),
+        lambda: engram.profile.get(habit.id, bob),
+        lambda: engram.profile.edit(habit.id, "Never lint", bob),
+        lambda: engram.profile.delete(habit.id, bob),
     ):
         with pytest.raises(NotFound):
             call()
     assert texts(engram, bob) == []
-    edited = engram.profile.edit(LOCAL, habit.id, "Prefer ruff over pylint")
+    edited = engram.profile.edit(habit.id, "Prefer ruff over pylint", LOCAL)
     assert edited.id == habit.id and texts(engram) == ["Prefer ruff over pylint"]
-    engram.profile.delete(LOCAL, habit.id)
+    engram.profile.delete(habit.id, LOCAL)
     assert texts(engram, candidates=True) == []
     with pytest.raises(NotFound):
-        engram.profile.get(LOCAL, habit.id)
+        engram.profile.get(habit.id, LOCAL)
 
 
 def test_the_digest_is_bounded_and_stable(engram: Engram, clock: FakeClock) -> None:
     for i in range(60):
         clock.advance(seconds=1)
-        engram.profile.add(LOCAL, f"Always follow house rule number {i} about formatting code")
+        engram.profile.add(f"Always follow house rule number {i} about formatting code", LOCAL)
     digest = engram.profile.digest(LOCAL, 200)
     assert count_tokens(digest) <= 200 and digest.startswith("- Always follow house rule number 0")
     assert engram.profile.digest(LOCAL, 200) == digest

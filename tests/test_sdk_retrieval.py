@@ -73,6 +73,12 @@ SDK_METHODS: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/context/preview"): "context",
     ("GET", "/api/v1/soul"): "soul.view",
     ("GET", "/api/v1/soul/render"): "soul.render",
+    ("GET", "/api/v1/profile"): "profile.list",
+    ("POST", "/api/v1/profile"): "profile.add",
+    ("PATCH", "/api/v1/profile/{habit_id}"): "profile.edit",
+    ("DELETE", "/api/v1/profile/{habit_id}"): "profile.delete",
+    ("GET", "/api/v1/profile/status"): "profile.status",
+    ("PUT", "/api/v1/profile/learning"): "profile.set_learning",
     ("POST", "/api/v1/handoffs"): "handoffs.begin",
     ("GET", "/api/v1/handoffs"): "handoffs.list",
     ("GET", "/api/v1/handoffs/{handoff_id}"): "handoffs.get",
@@ -154,3 +160,21 @@ def test_search_and_context_through_the_sdk(live: Live) -> None:
     found, ctx = asyncio.run(run())
     assert found.items[0].memory.content.startswith("The payments service")
     assert "payments service" in ctx.text and not ctx.preview
+
+
+def test_the_profile_through_the_sdk(live: Live) -> None:
+    with Client(live.url, live.owner_token) as c:
+        assert c.profile.status()["learning"] is False
+        assert c.profile.set_learning(enabled=True)["learning"] is True
+        habit = c.profile.add("Prefer pnpm over npm")
+        assert [h["id"] for h in c.profile.list()] == [habit["id"]]
+        assert c.profile.edit(habit["id"], "Prefer bun over npm")["text"] == "Prefer bun over npm"
+        c.profile.delete(habit["id"])
+        assert c.profile.list() == []
+
+    async def run() -> list[dict[str, object]]:
+        async with AsyncClient(live.url, live.owner_token) as c:
+            await c.profile.add("Never commit to main")
+            return await c.profile.list()
+
+    assert [h["text"] for h in asyncio.run(run())] == ["Never commit to main"]

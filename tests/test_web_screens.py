@@ -198,8 +198,8 @@ def test_import_runs_in_the_background_with_progress(
 
 def test_handoff_inbox_accepts_through_the_form(engram: Engram, owner: Browser) -> None:
     rita = engram.accounts.create_user("rita", LOCAL)
-    theirs = engram.handoffs.begin(Actor(rita.id, "local"), "Rita's private notes")
-    mine = engram.handoffs.begin(LOCAL, "Half-way through the login fix", from_agent="claude")
+    theirs = engram.handoffs.begin("Rita's private notes", Actor(rita.id, "local"))
+    mine = engram.handoffs.begin("Half-way through the login fix", LOCAL, from_agent="claude")
     page = owner.get("/ui/handoffs")
     assert f'data-handoff="{mine.id}"' in page and "Half-way through the login fix" in page
     assert "claude" in page and f'action="/ui/handoffs/{mine.id}/accept"' in page
@@ -208,14 +208,14 @@ def test_handoff_inbox_accepts_through_the_form(engram: Engram, owner: Browser) 
     assert status == 200 and f"accepted {mine.id}" in page
     row = page.split(f'data-handoff="{mine.id}"')[1].split("</tr>")[0]
     assert "accepted" in row and "you in web" in row and "/accept" not in row
-    assert engram.handoffs.get(LOCAL, mine.id).state is HandoffState.ACCEPTED
+    assert engram.handoffs.get(mine.id, LOCAL).state is HandoffState.ACCEPTED
     status, page = owner.post(f"/ui/handoffs/{mine.id}/accept")  # claimed exactly once
     assert status == 409 and "already accepted" in page
     assert owner.post(f"/ui/handoffs/{theirs.id}/accept")[0] == 404  # not even visible
-    assert engram.handoffs.get(Actor(rita.id, "local"), theirs.id).state is HandoffState.OPEN
-    other = engram.handoffs.begin(LOCAL, "Never mind this one")
+    assert engram.handoffs.get(theirs.id, Actor(rita.id, "local")).state is HandoffState.OPEN
+    other = engram.handoffs.begin("Never mind this one", LOCAL)
     status, page = owner.post(f"/ui/handoffs/{other.id}/cancel")
-    assert status == 200 and engram.handoffs.get(LOCAL, other.id).state is HandoffState.CANCELLED
+    assert status == 200 and engram.handoffs.get(other.id, LOCAL).state is HandoffState.CANCELLED
 
 
 def test_oauth_grants_listed_and_revoked_on_the_keys_page(engram: Engram, owner: Browser) -> None:

@@ -58,8 +58,8 @@ def begin(
     """Leave a handoff for the next session in this project."""
     with service(ctx) as (engram, st):
         h = engram.handoffs.begin(
-            st.actor,
             summary,
+            st.actor,
             environment=st.current_environment(env),
             cwd=os.getcwd() if cwd is None else cwd,
             from_agent=from_agent,
@@ -116,7 +116,7 @@ def show(
 ) -> None:
     """One handoff, whole (claims nothing)."""
     with service(ctx) as (engram, st):
-        h = engram.handoffs.get(st.actor, handoff_id)
+        h = engram.handoffs.get(handoff_id, st.actor)
     emit_json(h) if as_json else _show(h)
 
 
@@ -129,7 +129,7 @@ def accept(
 ) -> None:
     """Claim a handoff (exactly once: if it was taken, says by whom and when)."""
     with service(ctx) as (engram, st):
-        h = engram.handoffs.accept(st.actor, handoff_id, agent=agent)
+        h = engram.handoffs.accept(handoff_id, st.actor, agent=agent)
     emit_json(h) if as_json else _show(h)
 
 
@@ -141,5 +141,5 @@ def cancel(
 ) -> None:
     """Withdraw an open handoff you left (it will not be delivered)."""
     with service(ctx) as (engram, st):
-        h = engram.handoffs.cancel(st.actor, handoff_id)
+        h = engram.handoffs.cancel(handoff_id, st.actor)
     emit_json(h) if as_json else typer.echo(f"{h.id} cancelled")

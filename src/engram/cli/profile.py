@@ -37,7 +37,7 @@ def learn(
     if switch not in ("on", "off"):
         raise InvalidInput(f"say 'on' or 'off', not {switch!r}", field="switch")
     with service(ctx) as (engram, st):
-        status = engram.profile.set_learning(st.actor, switch == "on")
+        status = engram.profile.set_learning(st.actor, enabled=switch == "on")
     console.print(f"learning habits from your prompts: {'on' if status.learning else 'off'}")
 
 
@@ -86,7 +86,7 @@ def add(
 ) -> None:
     """Write a habit by hand (part of the profile at once)."""
     with service(ctx) as (engram, st):
-        habit = Habit.of(engram.profile.add(st.actor, text))
+        habit = Habit.of(engram.profile.add(text, st.actor))
     if as_json:
         emit_json(habit)
     else:
@@ -102,7 +102,7 @@ def edit(
 ) -> None:
     """Change a habit's wording (an edited habit is part of the profile)."""
     with service(ctx) as (engram, st):
-        habit = Habit.of(engram.profile.edit(st.actor, habit_id, text))
+        habit = Habit.of(engram.profile.edit(habit_id, text, st.actor))
     if as_json:
         emit_json(habit)
     else:
@@ -116,7 +116,7 @@ def delete(
 ) -> None:
     """Remove a habit from the profile for good."""
     with service(ctx) as (engram, st):
-        gone = engram.profile.delete(st.actor, habit_id)
+        gone = engram.profile.delete(habit_id, st.actor)
     console.print(f"deleted {gone.id}: {gone.text}")
 
 

@@ -24,6 +24,7 @@ from engram.sdk._calls import AccountCalls, Call, EnvironmentCalls, LayerCalls, 
 from engram.sdk._handoffs import HandoffCalls
 from engram.sdk._learning import ExtractionCalls, LifecycleCalls
 from engram.sdk._portability import ImportCalls
+from engram.sdk._profile import ProfileCalls
 from engram.sdk._retrieval import RetrievalCalls
 from engram.sdk._retry import Retry, headers_for
 from engram.sdk._soul import SoulCalls
@@ -219,6 +220,24 @@ class AsyncHandoffs(_Resource[HandoffCalls]):
     cancel = _Async(HandoffCalls.cancel)
 
 
+class Profile(_Resource[ProfileCalls]):
+    list = _Sync(ProfileCalls.list)
+    add = _Sync(ProfileCalls.add)
+    edit = _Sync(ProfileCalls.edit)
+    delete = _Sync(ProfileCalls.delete)
+    status = _Sync(ProfileCalls.status)
+    set_learning = _Sync(ProfileCalls.set_learning)
+
+
+class AsyncProfile(_Resource[ProfileCalls]):
+    list = _Async(ProfileCalls.list)
+    add = _Async(ProfileCalls.add)
+    edit = _Async(ProfileCalls.edit)
+    delete = _Async(ProfileCalls.delete)
+    status = _Async(ProfileCalls.status)
+    set_learning = _Async(ProfileCalls.set_learning)
+
+
 class Soul(_Resource[SoulCalls]):
     view = _Sync(SoulCalls.view)
     get_block = _Sync(SoulCalls.get_block)
@@ -324,7 +343,8 @@ class Client:
     (+ members, share, unshare), ``client.accounts`` (me, users, keys, audit), ``client.soul``
     (view, blocks, versions, snapshots, presets, render), ``client.extraction`` (extract,
     add_messages, get_conversation, delete_conversation, messages), ``client.handoffs``
-    (begin, list, get, accept, cancel), ``client.lifecycle`` (remember, feedback, undo, maintain,
+    (begin, list, get, accept, cancel), ``client.profile`` (list, add, edit, delete, status,
+    set_learning), ``client.lifecycle`` (remember, feedback, undo, maintain,
     reviews, resolve_review) and ``client.imports``
     (upload, get, list, commit, delete: import jobs); ``client.search(query)`` and
     ``client.context(query)`` are the calls an app makes around each LLM call.
@@ -364,6 +384,7 @@ class Client:
         self.accounts = Accounts(self._send, AccountCalls())
         self.soul = Soul(self._send, SoulCalls())
         self.handoffs = Handoffs(self._send, HandoffCalls())
+        self.profile = Profile(self._send, ProfileCalls())
         self.extraction = Extraction(self._send, ExtractionCalls())
         self.lifecycle = Lifecycle(self._send, LifecycleCalls())
         self.imports = Imports(self._send, ImportCalls())
@@ -425,6 +446,7 @@ class AsyncClient:
         self.accounts = AsyncAccounts(self._send, AccountCalls())
         self.soul = AsyncSoul(self._send, SoulCalls())
         self.handoffs = AsyncHandoffs(self._send, HandoffCalls())
+        self.profile = AsyncProfile(self._send, ProfileCalls())
         self.extraction = AsyncExtraction(self._send, ExtractionCalls())
         self.lifecycle = AsyncLifecycle(self._send, LifecycleCalls())
         self.imports = AsyncImports(self._send, ImportCalls())

@@ -11,19 +11,19 @@ instead of waiting.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from engram.accounts import Role, Scope
 from engram.actors import Actor
 from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
 from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
+from engram.capture.sessions import parse_at, session_key
 from engram.capture.summary import SessionSummary, summarize
 from engram.clock import Clock
 from engram.errors import EngramError, InvalidInput, NotFound, Saturated
@@ -76,19 +76,6 @@ class _Pending:
     touches: list[SessionTouch]
     ending: set[str]
     future: Future[IngestResult]
-
-
-def session_key(environment_id: str, agent: str, session_id: str) -> str:
-    digest = hashlib.sha256(f"{environment_id}\0{agent}\0{session_id}".encode()).hexdigest()
-    return f"ses_{digest[:24]}"
-
-
-def _parse_at(value: str, fallback: datetime) -> datetime:
-    try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return fallback
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 class CaptureService:
@@ -175,7 +162,7 @@ class CaptureService:
         for ev in events:
             env_id = self._environment_id(ev.project, actor)
             sid = session_key(env_id, ev.agent.value, ev.session_id)
-            at = _parse_at(ev.at, now)
+            at = parse_at(ev.at, now)
             title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
             ended = at if ev.kind is EventKind.SESSION_END else None
             old = touches.get(sid)
@@ -515,7 +502,7 @@ class CaptureService:
         if self._handoffs is not None:
             self.briefing.catch_up(start.environment_id, start.session)
             handoff = self._handoffs.deliver(
-                actor, start.environment_id, start.session, start.agent, cwd
+                start.environment_id, start.session, start.agent, cwd, actor
             )
         block = self.briefing.block(
             start.environment_id, start.session, max_tokens, actor, lead=handoff

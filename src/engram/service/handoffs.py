@@ -100,8 +100,8 @@ class HandoffService:
     # -- by hand (every edge) ----------------------------------------------------------------
     def begin(
         self,
-        actor: Actor,
         summary: str,
+        actor: Actor,
         *,
         environment: str | None = None,
         cwd: str = "",
@@ -180,15 +180,15 @@ class HandoffService:
             visible_to=actor.user_id, environment_ids=env_ids, states=wanted, limit=limit
         )
 
-    def get(self, actor: Actor, handoff_id: str) -> Handoff:
+    def get(self, handoff_id: str, actor: Actor) -> Handoff:
         require_scope(actor, Scope.READ)
         self._expire_stale()
         return self._visible(actor, handoff_id)
 
     def accept(
         self,
-        actor: Actor,
         handoff_id: str,
+        actor: Actor,
         *,
         agent: str | None = None,
         session: str | None = None,
@@ -207,7 +207,7 @@ class HandoffService:
             raise Conflict(self._not_open(current), handoff=handoff_id, state=current.state.value)
         return accepted
 
-    def cancel(self, actor: Actor, handoff_id: str) -> Handoff:
+    def cancel(self, handoff_id: str, actor: Actor) -> Handoff:
         """Withdraw an open handoff (its owner only)."""
         require_scope(actor, Scope.WRITE)
         handoff = self._visible(actor, handoff_id)
@@ -274,7 +274,7 @@ class HandoffService:
             for h in self._store.handoffs.accepted_by_session(session_id)
         )
 
-    def deliver(self, actor: Actor, env_id: str, session: str, agent: str, cwd: str) -> str:
+    def deliver(self, env_id: str, session: str, agent: str, cwd: str, actor: Actor) -> str:
         """The handoff section of a starting session's briefing ('' when there is none)."""
         if self.config.mode is HandoffMode.OFF:
             return ""

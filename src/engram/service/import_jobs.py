@@ -65,9 +65,9 @@ class ImportJobs:
     # -- upload and preview --------------------------------------------------------------------
     def upload(
         self,
-        actor: Actor,
         filename: str,
         data: BinaryIO,
+        actor: Actor,
         environment: str | None = None,
         *,
         csv_map: Mapping[str, str] | None = None,

@@ -74,7 +74,7 @@ class ProfileService:
         self._clock = clock
 
     # -- opt-in ------------------------------------------------------------------------------
-    def set_learning(self, actor: Actor, enabled: bool) -> ProfileStatus:
+    def set_learning(self, actor: Actor, *, enabled: bool) -> ProfileStatus:
         require_scope(actor, Scope.WRITE)
         self._store.profile.set_learning(actor.user_id, enabled)
         return self._status(actor)
@@ -135,7 +135,7 @@ class ProfileService:
         entries = self._store.profile.list_entries(actor.user_id)
         return entries if candidates else [e for e in entries if e.promoted]
 
-    def get(self, actor: Actor, entry_id: str) -> ProfileEntry:
+    def get(self, entry_id: str, actor: Actor) -> ProfileEntry:
         require_scope(actor, Scope.READ)
         return self._own(actor, entry_id)
 
@@ -146,7 +146,7 @@ class ProfileService:
             raise NotFound(f"profile entry {entry_id!r} does not exist", entry=entry_id)
         return entry
 
-    def add(self, actor: Actor, text: str) -> ProfileEntry:
+    def add(self, text: str, actor: Actor) -> ProfileEntry:
         """A habit written by hand: part of the profile at once (as if stated as global)."""
         require_scope(actor, Scope.WRITE)
         text, key = _checked(text)
@@ -157,7 +157,7 @@ class ProfileService:
         self._store.profile.put_entry(entry)
         return entry
 
-    def edit(self, actor: Actor, entry_id: str, text: str) -> ProfileEntry:
+    def edit(self, entry_id: str, text: str, actor: Actor) -> ProfileEntry:
         """New wording; an entry edited by hand is part of the profile."""
         require_scope(actor, Scope.WRITE)
         old = self._own(actor, entry_id)
@@ -169,7 +169,7 @@ class ProfileService:
         self._store.profile.put_entry(entry)
         return entry
 
-    def delete(self, actor: Actor, entry_id: str) -> ProfileEntry:
+    def delete(self, entry_id: str, actor: Actor) -> ProfileEntry:
         require_scope(actor, Scope.WRITE)
         entry = self._own(actor, entry_id)
         self._store.profile.delete_entry(entry.id)

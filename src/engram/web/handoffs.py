@@ -29,12 +29,12 @@ def inbox(
 @router.post("/handoffs/{handoff_id}/accept")
 def accept(viewer: Posted, handoff_id: str) -> RedirectResponse:
     """Claim it here (exactly one accept succeeds; a second is a 409 page naming who won)."""
-    viewer.engram.handoffs.accept(viewer.actor, handoff_id, agent="web")
+    viewer.engram.handoffs.accept(handoff_id, viewer.actor, agent="web")
     return redirect("/handoffs", note=f"accepted {handoff_id}")
 
 
 @router.post("/handoffs/{handoff_id}/cancel")
 def cancel(viewer: Posted, handoff_id: str) -> RedirectResponse:
     """Withdraw an open handoff (its owner only)."""
-    viewer.engram.handoffs.cancel(viewer.actor, handoff_id)
+    viewer.engram.handoffs.cancel(handoff_id, viewer.actor)
     return redirect("/handoffs", note=f"cancelled {handoff_id}")

@@ -54,8 +54,8 @@ class AcceptIn(InputModel):
 @router.post("", status_code=status.HTTP_201_CREATED, summary="Leave a handoff in a project")
 def begin(body: HandoffIn, engram: EngramDep, actor: ActorDep) -> Handoff:
     return engram.handoffs.begin(
-        actor,
         body.summary,
+        actor,
         environment=body.environment,
         cwd=body.cwd,
         from_agent=body.from_agent,
@@ -85,7 +85,7 @@ def list_(
 
 @router.get("/{handoff_id}", summary="One handoff (yours, or addressed to you)")
 def get(handoff_id: str, engram: EngramDep, actor: ActorDep) -> Handoff:
-    return engram.handoffs.get(actor, handoff_id)
+    return engram.handoffs.get(handoff_id, actor)
 
 
 @router.post(
@@ -97,9 +97,9 @@ def accept(
     handoff_id: str, engram: EngramDep, actor: ActorDep, body: AcceptIn | None = None
 ) -> Handoff:
     body = body or AcceptIn()
-    return engram.handoffs.accept(actor, handoff_id, agent=body.agent, session=body.session)
+    return engram.handoffs.accept(handoff_id, actor, agent=body.agent, session=body.session)
 
 
 @router.post("/{handoff_id}/cancel", summary="Withdraw an open handoff (its owner only)")
 def cancel(handoff_id: str, engram: EngramDep, actor: ActorDep) -> Handoff:
-    return engram.handoffs.cancel(actor, handoff_id)
+    return engram.handoffs.cancel(handoff_id, actor)

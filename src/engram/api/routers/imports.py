@@ -87,9 +87,9 @@ async def upload(
         spool.seek(0)
         return await run_in_threadpool(
             engram.import_jobs.upload,
-            actor,
             filename,
             cast(BinaryIO, spool),
+            actor,
             environment,
             csv_map=csv_map,
         )

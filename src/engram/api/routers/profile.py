@@ -43,7 +43,7 @@ def list_(
 @router.post("", status_code=status.HTTP_201_CREATED, summary="Write a habit by hand")
 def add(body: HabitIn, engram: EngramDep, actor: ActorDep) -> Habit:
     """Part of the profile at once; the same wording twice is 409."""
-    return Habit.of(engram.profile.add(actor, body.text))
+    return Habit.of(engram.profile.add(body.text, actor))
 
 
 @router.get("/status", summary="Whether learning is on, and how many habits there are")
@@ -53,14 +53,14 @@ def status_(engram: EngramDep, actor: ActorDep) -> ProfileStatus:
 
 @router.put("/learning", summary="Opt in to (or out of) learning habits from your prompts")
 def learning(body: LearningIn, engram: EngramDep, actor: ActorDep) -> ProfileStatus:
-    return engram.profile.set_learning(actor, body.enabled)
+    return engram.profile.set_learning(actor, enabled=body.enabled)
 
 
 @router.patch("/{habit_id}", summary="Change a habit's wording")
 def edit(habit_id: str, body: HabitIn, engram: EngramDep, actor: ActorDep) -> Habit:
-    return Habit.of(engram.profile.edit(actor, habit_id, body.text))
+    return Habit.of(engram.profile.edit(habit_id, body.text, actor))
 
 
 @router.delete("/{habit_id}", summary="Remove a habit for good")
 def delete(habit_id: str, engram: EngramDep, actor: ActorDep) -> Habit:
-    return Habit.of(engram.profile.delete(actor, habit_id))
+    return Habit.of(engram.profile.delete(habit_id, actor))

@@ -48,8 +48,8 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         when you stop mid-task: it is delivered once, at that session's start, then it is
         gone. Use create_episode instead for a lasting record of what happened."""
         return b.engram.handoffs.begin(
-            b.current_actor(),
             summary,
+            b.current_actor(),
             environment=b.env(environment),
             cwd=cwd,
             from_agent=from_agent,
@@ -84,9 +84,9 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     ) -> Handoff:
         """Claim a waiting handoff and read it whole: exactly one session can; if another took
         it first the error says who and when. Use it for the id a session-start note offers."""
-        return b.engram.handoffs.accept(b.current_actor(), handoff, agent=agent)
+        return b.engram.handoffs.accept(handoff, b.current_actor(), agent=agent)
 
     @tool(server, "Cancel a handoff", UPDATE)
     def handoff_cancel(handoff: HandoffId) -> Handoff:
         """Withdraw a handoff you left that nobody accepted yet (it will not be delivered)."""
-        return b.engram.handoffs.cancel(b.current_actor(), handoff)
+        return b.engram.handoffs.cancel(handoff, b.current_actor())

@@ -37,7 +37,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     def profile_add(text: HabitText) -> Habit:
         """Only when the user states a habit that holds in all their projects ("always use uv,
         everywhere"); a project's own rule belongs in remember instead."""
-        return Habit.of(b.engram.profile.add(b.current_actor(), text))
+        return Habit.of(b.engram.profile.add(text, b.current_actor()))
 
     @tool(server, "Change a habit's wording", UPDATE)
     def profile_update(
@@ -45,9 +45,9 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         text: HabitText,
     ) -> Habit:
         """Correct a habit when the user says it changed; only when they ask."""
-        return Habit.of(b.engram.profile.edit(b.current_actor(), habit_id, text))
+        return Habit.of(b.engram.profile.edit(habit_id, text, b.current_actor()))
 
     @tool(server, "Delete a habit", DESTRUCTIVE)
     def profile_delete(habit_id: HabitId) -> Habit:
         """Remove a habit from the user's profile for good; only when they ask."""
-        return Habit.of(b.engram.profile.delete(b.current_actor(), habit_id))
+        return Habit.of(b.engram.profile.delete(habit_id, b.current_actor()))
