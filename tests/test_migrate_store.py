@@ -44,7 +44,7 @@ def _fill(engram: Engram) -> None:
     engram.soul.set_block("identity", LOCAL, "You are Ada, careful.")
     engram.soul.set_block("rules", LOCAL, "Never push to main.", environment=env.id)
     engram.soul.snapshot(LOCAL, label="before")
-    engram.profile.set_learning(LOCAL, True)
+    engram.profile.set_learning(LOCAL, enabled=True)
     engram.profile.add("Prefer uv over pip", LOCAL)
     engram.profile.learn(LOCAL.user_id, env.id, ["Always run the linter first."])
     chat = ConversationInput(
