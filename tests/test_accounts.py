@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram import LOCAL, Engram, PermissionDenied, Unauthenticated
+from engram import LOCAL, Engram, NotFound, PermissionDenied, Unauthenticated
 from engram.accounts import AuditQuery, Scope
 from engram.cli import main
 from tests.sql import query
@@ -33,6 +33,22 @@ def test_passwords_use_argon2id(engram: Engram) -> None:
     assert engram.accounts.verify_password("erin", "long enough pw").id == user.id
     with pytest.raises(Unauthenticated):
         engram.accounts.verify_password("erin", "wrong password")
+
+
+def test_find_user_by_id_or_name(engram: Engram) -> None:
+    """Admins find anyone by id or name; others only themselves, anyone else is not found."""
+    engram.accounts.ensure_owner("me")
+    erin = engram.accounts.create_user("erin", LOCAL)
+    sam = engram.accounts.create_user("sam", LOCAL)
+    assert engram.accounts.find_user("erin", LOCAL) == erin
+    assert engram.accounts.find_user(erin.id, LOCAL) == erin
+    as_erin = engram.accounts.authenticate(engram.accounts.issue_key(LOCAL, user_id=erin.id).token)
+    assert engram.accounts.find_user("erin", as_erin).id == erin.id
+    for hidden in ("sam", sam.id, "nobody"):
+        with pytest.raises(NotFound, match=f"user '{hidden}' does not exist"):
+            engram.accounts.find_user(hidden, as_erin)
+    with pytest.raises(NotFound):
+        engram.accounts.find_user("nobody", LOCAL)
 
 
 def test_init_writes_owner_token_0600_and_is_idempotent(

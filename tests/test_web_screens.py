@@ -132,12 +132,19 @@ def test_environments_users_and_roles(engram: Engram, owner: Browser) -> None:
     assert "Standup at 9:30" in page and 'id="edit-memory"' not in page
     assert reader.post(f"/ui/memories/{memory.id}/delete")[0] == 403
     assert reader.post("/ui/users", name="mallory", password=PASSWORD)[0] == 403
-    # a reader's own password needs the current one, and signs them out everywhere
+    # a reader's own password needs the current one (named by id or by name), and signs them
+    # out everywhere
     assert reader.post(f"/ui/users/{rita.id}/password", password="x" * 12)[0] == 401
+    assert reader.post("/ui/users/rita/password", password="x" * 12)[0] == 401
+    assert reader.post("/ui/users/owner/password", password="x" * 12)[0] == 404
     status, _ = reader.post(f"/ui/users/{rita.id}/password", password="y" * 12, current=PASSWORD)
     assert status == 200
     assert reader.client.get("/ui/memories", follow_redirects=False).status_code == 303
     assert engram.accounts.verify_password("rita", "y" * 12).id == rita.id
+    # an admin names the user by name too (AccountService.find_user)
+    status, page = owner.post("/ui/users/rita/password", password="z" * 12)
+    assert status == 200 and "password set for rita" in page
+    assert engram.accounts.verify_password("rita", "z" * 12).id == rita.id
     audit = owner.get("/ui/audit?action=environment.")
     assert "environment.share" in audit or "environment.create" in audit
 

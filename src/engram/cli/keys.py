@@ -16,7 +16,6 @@ from rich.table import Table
 from engram.accounts import IssuedKey, Scope
 from engram.cli.common import JsonOption, console, emit_json, service
 from engram.cli.erasure import print_erased
-from engram.errors import NotFound
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
 from engram.service.oauth import GRANT_PREFIX
@@ -201,11 +200,7 @@ def users_passwd(
     else:
         password = typer.prompt("New password", hide_input=True, confirmation_prompt=True)
     with service(ctx) as (engram, st):
-        users = engram.accounts.list_users(st.actor)
-        wanted = user or st.actor.user_id
-        found = next((u for u in users if wanted in (u.id, u.name)), None)
-        if found is None:
-            raise NotFound(f"user {wanted!r} does not exist", user=wanted)
+        found = engram.accounts.find_user(user or st.actor.user_id, st.actor)
         engram.accounts.set_password(found.id, password, st.actor)
     console.print(f"password set for {found.name} ({found.id}); sign in at /ui on engram serve")
 

@@ -156,6 +156,14 @@ class AccountService:
             raise NotFound(f"user {user_id!r} does not exist", user_id=user_id)
         return user
 
+    def find_user(self, name_or_id: str, actor: Actor) -> User:
+        """The user with this id or, failing that, this name. An admin finds anyone; others
+        find only themselves (anyone else is :class:`NotFound`, as a missing user is)."""
+        user = self._accounts.get_user(name_or_id) or self._accounts.find_user(name_or_id)
+        if user is None or (user.id != actor.user_id and not actor.can(Scope.ADMIN)):
+            raise NotFound(f"user {name_or_id!r} does not exist", user=name_or_id)
+        return user
+
     def list_users(self, actor: Actor) -> list[User]:
         if actor.can(Scope.ADMIN):
             return self._accounts.list_users()

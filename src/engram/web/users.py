@@ -42,12 +42,13 @@ def set_password(
     password: Annotated[str, Form(max_length=1024)],
     current: Annotated[str, Form(max_length=1024)] = "",
 ) -> RedirectResponse:
-    """A new password; your own needs your current one. Every session of that user ends (you
-    sign in again with the new one)."""
-    if user_id == viewer.user.id:
+    """A new password for the user of this id (or name); your own needs your current one.
+    Every session of that user ends (you sign in again with the new one)."""
+    found = viewer.engram.accounts.find_user(user_id, viewer.actor)
+    if found.id == viewer.user.id:
         client = request.client.host if request.client else ""
         viewer.auth.authenticate_password(viewer.user.name, current, client)
-    user = viewer.engram.accounts.set_password(user_id, password, viewer.actor)
+    user = viewer.engram.accounts.set_password(found.id, password, viewer.actor)
     viewer.auth.end_all(user.id)
     if user.id == viewer.user.id:
         return redirect("/login")
