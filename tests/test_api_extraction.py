@@ -123,7 +123,7 @@ def test_feedback_undo_and_review_queue(live: Live) -> None:
             queued.memory.id,
             first.memory.id,
         )
-        accepted = c.lifecycle.resolve_review(item.id, True, "he told me")
+        accepted = c.lifecycle.resolve_review(item.id, accept=True, note="he told me")
         assert accepted.status is ReviewStatus.ACCEPTED
         assert c.facts.get(first.memory.id).status is Status.SUPERSEDED
         assert c.lifecycle.reviews(env.id) == []

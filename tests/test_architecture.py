@@ -11,15 +11,21 @@
   ``a/b/__init__``, so those are edges too;
 - ``import engram.sdk`` loads neither numpy nor the server stack.
 - every public service method takes what it acts on, then ``actor``, then its options, and no
-  positional ``bool`` (ARCHITECTURE.md, Service signatures).
+  positional ``bool`` (ARCHITECTURE.md, Service signatures); no SDK method takes a positional
+  ``bool`` either.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import json
+import pkgutil
 import subprocess
 import sys
+import typing
+from collections.abc import Iterable
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "engram"
@@ -252,4 +258,58 @@ def test_the_signature_rules_find_what_they_forbid() -> None:
         "m:S.resolve: positional bool 'accept'",
         "m:S.get: a required argument after actor",
         "m:S.find: an optional argument before actor",
+    ]
+
+
+def positional_flags(classes: Iterable[type]) -> list[str]:
+    """Every public method of ``classes`` (and every SDK method a ``_Sync``/``_Async``
+    descriptor builds its call with) that takes a ``bool`` positionally."""
+    problems = []
+    for cls in classes:
+        for attr, value in vars(cls).items():
+            fn = getattr(value, "_build", value)  # the SDK's sync and async resource methods
+            if attr.startswith("_") or not inspect.isfunction(fn):
+                continue
+            params = list(inspect.signature(fn, eval_str=True).parameters.values())[1:]
+            for p in params:
+                flag = p.annotation is bool or bool in typing.get_args(p.annotation)
+                if flag and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    problems.append(f"{cls.__module__}.{cls.__qualname__}.{attr}: {p.name}")
+    return problems
+
+
+def sdk_classes() -> list[type]:
+    import engram.sdk
+
+    out: list[type] = []
+    for info in pkgutil.iter_modules(engram.sdk.__path__, "engram.sdk."):
+        module = importlib.import_module(info.name)
+        out += [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == info.name]
+    return out
+
+
+def test_the_sdk_takes_no_positional_flag() -> None:
+    """``resolve_review(id, True, note)`` reads as nothing: every bool of the SDK (sync and
+    async) is keyword-only, as in the service (``resolve_review(id, accept=True)``)."""
+    classes = sdk_classes()
+    assert {"Client", "AsyncClient", "Lifecycle", "AsyncLifecycle"} <= {c.__name__ for c in classes}
+    assert positional_flags(classes) == []
+
+
+def test_the_sdk_flag_rule_finds_what_it_forbids() -> None:
+    from engram.sdk.client import _Async, _Sync
+
+    class Calls:
+        def resolve(self, review_id: str, accept: bool, note: str = "") -> None: ...
+        def fine(self, review_id: str, *, accept: bool | None = None) -> None: ...
+
+    class Resource:
+        resolve = _Sync(Calls.resolve)
+        resolve_later = _Async(Calls.resolve)
+        fine = _Sync(Calls.fine)
+
+    assert positional_flags([Calls, Resource]) == [
+        f"{__name__}.{Calls.__qualname__}.resolve: accept",
+        f"{__name__}.{Resource.__qualname__}.resolve: accept",
+        f"{__name__}.{Resource.__qualname__}.resolve_later: accept",
     ]

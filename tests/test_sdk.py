@@ -52,7 +52,7 @@ def test_client_happy_path(live: Live) -> None:
             ),
             env.id,
         )
-        done = c.procedures.record_outcome(proc.id, True, "smooth")
+        done = c.procedures.record_outcome(proc.id, success=True, note="smooth")
         assert done.procedure is not None and done.procedure.success_count == 1
         with pytest.raises(NotFound):
             c.facts.get(ep.id)  # an episode is not a fact

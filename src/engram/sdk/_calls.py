@@ -197,7 +197,7 @@ class LayerCalls:
         body = {"ids": list(ids)}
         return Call("POST", self.base + "/purge", int, {}, body, field="purged")
 
-    def outcome(self, memory_id: str, success: bool, note: str = "") -> Call[Memory]:
+    def outcome(self, memory_id: str, *, success: bool, note: str = "") -> Call[Memory]:
         which = "success" if success else "failure"
         return Call("POST", f"{self.base}/{memory_id}/{which}", Memory, {}, {"note": note})
 

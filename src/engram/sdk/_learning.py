@@ -21,6 +21,7 @@ class ExtractionCalls:
         self,
         source: ConversationInput | Sequence[NewMessage] | str,
         environment: str | None = None,
+        *,
         dry_run: bool = False,
     ) -> Call[ExtractionResult]:
         """A conversation, a list of messages, or a stored conversation's id (its messages
@@ -107,7 +108,9 @@ class LifecycleCalls:
         params = _params(environment=environment, status=which, limit=limit)
         return Call("GET", "/api/v1/reviews", builtins.list[ReviewItem], params)
 
-    def resolve_review(self, review_id: str, accept: bool, note: str = "") -> Call[ReviewItem]:
+    def resolve_review(
+        self, review_id: str, *, accept: bool, note: str = ""
+    ) -> Call[ReviewItem]:
         """Accept (the newer fact supersedes the older) or dismiss (both stay)."""
         which = "accept" if accept else "dismiss"
         path = f"/api/v1/reviews/{review_id}/{which}"
