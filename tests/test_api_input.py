@@ -234,7 +234,7 @@ def test_the_schema_states_what_the_server_enforces(live: Live) -> None:
     assert fact["tags"]["maxItems"] == 32 and fact["tags"]["items"]["maxLength"] == 64
     assert fact["metadata"]["maxProperties"] == 64
     assert fact["author"]["anyOf"][0]["maxLength"] == 200
-    context = schemas["ContextIn"]["properties"]["max_tokens"]
+    context = schemas["ContextRequest"]["properties"]["max_tokens"]
     assert (context["minimum"], context["maximum"]) == (64, MAX_CONTEXT_TOKENS)
     wire = Wire(live)
     refused(*wire.send("POST", "/api/v1/facts", b'{"content": " \\n "}'), names="empty")
@@ -264,6 +264,6 @@ def test_rest_search_takes_the_services_limits_and_its_empty_query_brief(live: L
         assert too_long.status_code == 422 and "query" in too_long.text
         too_many = c.post("/api/v1/search", json={"query": "x", "limit": MAX_SEARCH_RESULTS + 1})
         assert too_many.status_code == 422 and "limit" in too_many.text
-    body = openapi(live)["components"]["schemas"]["SearchIn"]["properties"]
+    body = openapi(live)["components"]["schemas"]["SearchRequest"]["properties"]
     assert body["query"]["maxLength"] == MAX_QUERY_CHARS and "minLength" not in body["query"]
     assert body["limit"]["maximum"] == MAX_SEARCH_RESULTS

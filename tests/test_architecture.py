@@ -284,7 +284,9 @@ def sdk_classes() -> list[type]:
     out: list[type] = []
     for info in pkgutil.iter_modules(engram.sdk.__path__, "engram.sdk."):
         module = importlib.import_module(info.name)
-        out += [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == info.name]
+        out += [
+            c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == info.name
+        ]
     return out
 
 

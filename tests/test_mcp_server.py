@@ -16,6 +16,8 @@ from engram import LOCAL, Engram
 from engram.accounts import Scope
 from engram.actors import Actor
 from engram.embeddings.static import StaticEmbedder
+from engram.limits import MAX_CONTENT_CHARS
+from engram.limits import MAX_SEARCH_RESULTS as MAX
 from engram.mcp import Binding, build_server
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
@@ -66,6 +68,9 @@ async def test_domain_errors_are_actionable_tool_errors(engram: Engram) -> None:
         bad_kind = await c.call_tool("feedback", {"memory_id": "mem_x", "kind": "meh"})
         dup = [await c.call_tool("create_environment", {"name": "dup"}) for _ in range(2)][1]
         restore = await c.call_tool("soul_restore", {})
+        # refused by the input schema (the request model's bounds) before the tool runs
+        too_many = await c.call_tool("recall", {"query": "x", "limit": MAX + 1})
+        too_long = await c.call_tool("remember", {"content": "x" * (MAX_CONTENT_CHARS + 1)})
     for result, words in (
         (missing, "not_found: memory 'mem_nope' does not exist"),
         (invalid, "invalid_input: content: content must not be empty"),
@@ -73,6 +78,8 @@ async def test_domain_errors_are_actionable_tool_errors(engram: Engram) -> None:
         (bad_kind, "kind"),
         (dup, "conflict: environment 'dup' already exists"),
         (restore, "give snapshot_id, or block and version"),
+        (too_many, f"invalid_input: limit: Input should be less than or equal to {MAX}"),
+        (too_long, f"invalid_input: content: content is {MAX_CONTENT_CHARS + 1} characters"),
     ):
         assert result.is_error and result.structured_content is None
         assert words in text_of(result)

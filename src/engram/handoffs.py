@@ -9,6 +9,15 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MAX_SUMMARY_CHARS = 20_000
+MAX_ITEMS = 50
+"""Open questions, next steps, files touched: each list."""
+MAX_ITEM_CHARS = 2_000
+MAX_NAME_CHARS = 200
+"""An agent, a user, a session, an environment as a handoff names them."""
+MAX_LIST = 200
+"""Handoffs in one listing."""
+
 
 class HandoffState(StrEnum):
     OPEN = "open"

@@ -52,12 +52,16 @@ MAX_BULK = 1000
 """Memories in one bulk create, edit, delete or purge."""
 MAX_MESSAGES = 5000
 """Messages in one extraction or append call."""
+MAX_PAGE = 1000
+"""Memories in one page of a listing."""
 MAX_FILTER_VALUES = 50
 """Values of one list filter (tags, categories, threads) in a listing or search."""
 MAX_QUERY_CHARS = 4000
 """A search or context query (the service's limit, declared as such by REST and MCP)."""
 MAX_SEARCH_RESULTS = 200
 """Results of one search."""
+MAX_ENVIRONMENT_REF_CHARS = 200
+"""An environment as a caller names it (its name or id)."""
 MAX_POSITION = 2**53 - 1
 """The largest integer a parameter takes (a message position, ``after``): exact in JSON."""
 

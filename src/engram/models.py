@@ -174,6 +174,11 @@ Tags = Annotated[
 ]
 Item = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
 Items = Annotated[list[Item], Field(max_length=MAX_LIST_ITEMS)]
+ProcedureName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Trigger = Annotated[str, Field(max_length=MAX_TRIGGER_CHARS)]
+Steps = Annotated[list[Trigger], Field(max_length=MAX_STEPS)]
+Thread = Annotated[str, Field(min_length=1, max_length=MAX_THREAD_CHARS)]
+"""The conversation or session a memory came from."""
 
 
 class _Frozen(BaseModel):
@@ -202,11 +207,9 @@ class EpisodeDetails(_Frozen):
 class ProcedureDetails(_Frozen):
     """What a procedure adds: a named workflow, when to use it, its ordered steps."""
 
-    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
-    trigger: str = Field(default="", max_length=MAX_TRIGGER_CHARS)
-    steps: list[Annotated[str, Field(max_length=MAX_TRIGGER_CHARS)]] = Field(
-        default_factory=list, max_length=MAX_STEPS
-    )
+    name: ProcedureName
+    trigger: Trigger = ""
+    steps: Steps = Field(default_factory=list)
     success_count: StrictInt = Field(default=0, ge=0)
     failure_count: StrictInt = Field(default=0, ge=0)
     last_outcome_at: Timestamp | None = None
@@ -321,10 +324,8 @@ class NewMemory(_Input):
         description="Extra text indexed for keyword search only, never embedded or shown: e.g. "
         "the neighbouring turns of the conversation a memory came from.",
     )
-    thread: str | None = Field(
+    thread: Thread | None = Field(
         default=None,
-        min_length=1,
-        max_length=MAX_THREAD_CHARS,
         description="The conversation or session the memory came from (a chat, an agent "
         "session). Search lifts a memory whose thread holds other strong matches.",
     )

@@ -12,14 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, StrictBool
 
 from engram.accounts import Role, Scope
-from engram.limits import (
-    JSON_NUMBER,
-    MAX_BULK,
-    MAX_FILTER_VALUES,
-    MAX_REASON_CHARS,
-    MAX_THREAD_CHARS,
-    InputModel,
-)
+from engram.limits import MAX_BULK, MAX_PAGE, InputModel
 from engram.models import (
     ACCOUNT_NAME_PATTERN,
     ENV_NAME_PATTERN,
@@ -32,6 +25,7 @@ from engram.models import (
     Score,
     Status,
 )
+from engram.requests.fields import EnvironmentRef, FilterValues, Reason
 
 Order = Literal[
     "-updated_at",
@@ -50,9 +44,6 @@ class _Body(InputModel):
 
 
 Id = Annotated[str, Field(min_length=1, max_length=64)]
-Reason = Annotated[str, Field(max_length=MAX_REASON_CHARS)]
-FilterValue = Annotated[str, Field(max_length=MAX_THREAD_CHARS)]
-FilterValues = Annotated[list[FilterValue], Field(max_length=MAX_FILTER_VALUES)]
 
 
 # -- memories ----------------------------------------------------------------------------------
@@ -90,7 +81,9 @@ details (what ``/memories/remember`` takes)."""
 class MemoryQuery(_Body):
     """Filters of a memory listing (query parameters)."""
 
-    environment: str | None = Field(default=None, description="name or id; default: yours")
+    environment: EnvironmentRef | None = Field(
+        default=None, description="name or id; default: yours"
+    )
     category: FilterValues = Field(default_factory=list)
     tag: FilterValues = Field(default_factory=list, description="memories carrying all of these")
     thread: FilterValues = Field(
@@ -105,7 +98,7 @@ class MemoryQuery(_Body):
     updated_before: datetime | None = None
     min_importance: Score | None = None
     max_importance: Score | None = None
-    limit: int = Field(default=50, ge=1, le=1000)
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
     offset: int = Field(default=0, ge=0, le=1_000_000_000)
     order: Order = "-updated_at"
 
@@ -138,17 +131,6 @@ class PatchItem(_Body):
 class BulkPatch(_Body):
     items: list[PatchItem] = Field(min_length=1, max_length=MAX_BULK)
     reason: Reason = ""
-
-
-class RestoreBody(_Body):
-    version: Annotated[int, Field(ge=1, le=1_000_000), JSON_NUMBER] | None = Field(
-        default=None, description="default: the last active one"
-    )
-    reason: Reason = ""
-
-
-class OutcomeBody(_Body):
-    note: Reason = ""
 
 
 class Purged(BaseModel):

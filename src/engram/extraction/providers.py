@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import re
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -20,6 +20,14 @@ ANTHROPIC_VERSION = "2023-06-01"
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 PROVIDER_NAME_PATTERN = _NAME_RE.pattern
 """A provider's name: 1-64 lowercase letters, digits, '_', '.', '-'."""
+
+ModelName = Annotated[str, Field(min_length=1, max_length=200)]
+BaseUrl = Annotated[str, Field(max_length=2_000)]
+_KEY_BOUNDS = Field(min_length=1, max_length=1_000)
+ApiKeyText = Annotated[str, _KEY_BOUNDS]
+"""An API key as a caller sends it (held as a ``SecretStr`` once validated)."""
+Timeout = Annotated[StrictFloat, Field(gt=0, le=600)]
+"""Seconds to wait for a provider."""
 
 
 class ProviderError(EngramError):
@@ -70,20 +78,16 @@ class ProviderSettings(InputModel):
         description="openai (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM...) or "
         "anthropic.",
     )
-    model: str = Field(min_length=1, max_length=200, description="The model to ask.")
-    base_url: str = Field(
+    model: ModelName = Field(description="The model to ask.")
+    base_url: BaseUrl = Field(
         default="",
-        max_length=2_000,
         description="The endpoint, e.g. http://localhost:11434/v1 for Ollama (empty: the "
         "kind's public endpoint).",
     )
-    api_key: SecretStr | None = Field(
-        default=None,
-        min_length=1,
-        max_length=1_000,
-        description="Stored encrypted, never shown again; none for local servers.",
+    api_key: Annotated[SecretStr, _KEY_BOUNDS] | None = Field(
+        default=None, description="Stored encrypted, never shown again; none for local servers."
     )
-    timeout: StrictFloat = Field(default=60.0, gt=0, le=600, description="Seconds to wait.")
+    timeout: Timeout = Field(default=60.0, description="Seconds to wait.")
 
     def config(self, name: str) -> ProviderConfig:
         return ProviderConfig(name=name, **self.model_dump())

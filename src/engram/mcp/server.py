@@ -11,11 +11,18 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
 
 import engram
+from engram.errors import InvalidInput
 from engram.mcp import prompts, resources
 from engram.mcp.binding import Binding
 from engram.mcp.tools import register_all
+from engram.mcp.tools._common import message_for
+from engram.service.environments import validation_message
 
 INSTRUCTIONS = """\
 Engram is the user's persistent memory across sessions and tools. Use it so the user never has \
@@ -43,6 +50,23 @@ restore_memory). Environments isolate projects; omit `environment` to use the se
 """
 
 
+class _Server(MCPServer[Any]):
+    """Arguments refused by a tool's input schema (the request models' bounds and validators,
+    checked before the tool runs) read like every other error: ``invalid_input: <field>: <what
+    is wrong>``, as a refusal inside the tool does."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(message_for(InvalidInput(validation_message(cause)))) from cause
+
+
 def build_server(
     binding: Binding,
     *,
@@ -52,7 +76,7 @@ def build_server(
 ) -> MCPServer[Any]:
     """An MCP server over ``binding.engram``; with ``token_verifier`` and ``auth`` (HTTP), every
     request must carry an Engram API key and acts as its owner."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _Server(
         "engram",
         title="Engram",
         description="Persistent memory: facts, episodes, procedures and a Soul.",

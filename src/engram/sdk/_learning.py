@@ -108,9 +108,7 @@ class LifecycleCalls:
         params = _params(environment=environment, status=which, limit=limit)
         return Call("GET", "/api/v1/reviews", builtins.list[ReviewItem], params)
 
-    def resolve_review(
-        self, review_id: str, *, accept: bool, note: str = ""
-    ) -> Call[ReviewItem]:
+    def resolve_review(self, review_id: str, *, accept: bool, note: str = "") -> Call[ReviewItem]:
         """Accept (the newer fact supersedes the older) or dismiss (both stay)."""
         which = "accept" if accept else "dismiss"
         path = f"/api/v1/reviews/{review_id}/{which}"

@@ -25,18 +25,22 @@ from engram.capture.handoffs import HandoffConfig, HandoffMode
 from engram.capture.summary import SessionSummary
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from engram.handoffs import Claim, Handoff, HandoffState
+from engram.handoffs import (
+    MAX_ITEM_CHARS,
+    MAX_ITEMS,
+    MAX_LIST,
+    MAX_NAME_CHARS,
+    MAX_SUMMARY_CHARS,
+    Claim,
+    Handoff,
+    HandoffState,
+)
 from engram.ids import new_id
 from engram.limits import text_problem
 from engram.service.environments import EnvironmentService, require_scope
 from engram.store import Store
 from engram.store.capture import CapturedSession
 
-MAX_SUMMARY_CHARS = 20_000
-MAX_ITEMS = 50
-MAX_ITEM_CHARS = 2_000
-MAX_NAME_CHARS = 200
-MAX_LIST = 200
 TTL = timedelta(days=14)
 """An open handoff older than this expires."""
 

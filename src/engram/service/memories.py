@@ -14,7 +14,7 @@ from engram.errors import InvalidInput, NotFound, PermissionDenied
 from engram.lifecycle.changes import build as build_memory
 from engram.lifecycle.changes import record as record_change
 from engram.lifecycle.changes import step as next_state
-from engram.limits import MAX_BULK
+from engram.limits import MAX_BULK, MAX_PAGE
 from engram.models import (
     ORDERS,
     Action,
@@ -30,8 +30,6 @@ from engram.models import (
 from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import SCOPE_FOR, EnvironmentService, require_scope
 from engram.store import Change, Store
-
-MAX_PAGE = 1000
 
 
 class MemoryService:

@@ -13,15 +13,20 @@ from fastapi import APIRouter, Body, Query, status
 from engram.accounts import Role
 from engram.actors import Actor
 from engram.api.deps import ActorDep, EngramDep
-from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged, RestoreBody
+from engram.api.schemas import BulkPatch, IdsBody, MemoryQuery, Purged
 from engram.errors import NotFound
 from engram.lifecycle.report import StoredMemory
-from engram.limits import MAX_BULK, MAX_REASON_CHARS
+from engram.limits import MAX_BULK, MAX_ENVIRONMENT_REF_CHARS, MAX_REASON_CHARS
 from engram.models import Layer, Memory, MemoryPatch, MemoryVersion, NewMemory, Page
+from engram.requests.memories import RestoreRequest
 from engram.service import Engram
 
 EnvQuery = Annotated[
-    str | None, Query(description="Environment name or id (default: your default environment)")
+    str | None,
+    Query(
+        max_length=MAX_ENVIRONMENT_REF_CHARS,
+        description="Environment name or id (default: your default environment)",
+    ),
 ]
 Reason = Annotated[
     str, Query(max_length=MAX_REASON_CHARS, description="Why: kept in the version history")
@@ -118,7 +123,7 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
         return engram.memories.history(memory_id, actor)
 
     @router.post("/{memory_id}/restore", summary="Undelete, or bring back a version")
-    def restore(memory_id: str, body: RestoreBody, engram: EngramDep, actor: ActorDep) -> Memory:
+    def restore(memory_id: str, body: RestoreRequest, engram: EngramDep, actor: ActorDep) -> Memory:
         check_layer(engram, [memory_id], layer, actor)
         return engram.memories.restore(memory_id, actor, body.version, body.reason)
 

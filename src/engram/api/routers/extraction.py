@@ -13,35 +13,27 @@ from pydantic import Field, StrictBool
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.erasure import Erased
-from engram.extraction.conversation import Conversation, MessagePage, NewMessage, SourceName
-from engram.extraction.results import ConversationInput, ExtractionResult
-from engram.limits import MAX_MESSAGES, MAX_POSITION, MAX_TITLE_CHARS, InputModel
+from engram.extraction.conversation import Conversation, MessagePage, SourceName
+from engram.extraction.results import ExtractionResult
+from engram.limits import MAX_POSITION, MAX_TITLE_CHARS, InputModel
+from engram.requests.extraction import CONVERSATION_REF_PATTERN, ExtractRequest, Messages
+from engram.requests.fields import EnvironmentRef
 
 router = APIRouter(tags=["extraction"])
 
 ConversationPath = Annotated[
     str,
     Path(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        pattern=CONVERSATION_REF_PATTERN,
         description="A 'cnv_…' id, or the caller's own id for the conversation",
     ),
 ]
 
 
-class ExtractIn(ConversationInput):
-    """A conversation (optional) and its messages, oldest first."""
-
-    messages: list[NewMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    dry_run: StrictBool = Field(default=False, description="Only propose: store nothing")
-    environment: str | None = Field(
-        default=None, max_length=200, description="Name or id; default: yours"
-    )
-
-
 class MessagesIn(InputModel):
-    messages: list[NewMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    environment: str | None = Field(
-        default=None, max_length=200, description="Where a new conversation goes (default: yours)"
+    messages: Messages
+    environment: EnvironmentRef | None = Field(
+        default=None, description="Where a new conversation goes (default: yours)"
     )
     source: SourceName = "api"
     title: str = Field(default="", max_length=MAX_TITLE_CHARS)
@@ -52,7 +44,7 @@ class ReextractIn(InputModel):
 
 
 @router.post("/extract", summary="Store a conversation and the memories proposed from it")
-def extract(body: ExtractIn, engram: EngramDep, actor: ActorDep) -> ExtractionResult:
+def extract(body: ExtractRequest, engram: EngramDep, actor: ActorDep) -> ExtractionResult:
     return engram.extraction.extract(body, actor, body.environment, dry_run=body.dry_run)
 
 

@@ -6,53 +6,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, status
-from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
-from engram.handoffs import Handoff, HandoffState
-from engram.limits import InputModel
-from engram.service.handoffs import (
-    MAX_ITEM_CHARS,
-    MAX_ITEMS,
-    MAX_LIST,
-    MAX_NAME_CHARS,
-    MAX_SUMMARY_CHARS,
-)
+from engram.handoffs import MAX_LIST, MAX_NAME_CHARS, Handoff, HandoffState
+from engram.requests.handoffs import AcceptRequest, HandoffRequest
 
 router = APIRouter(tags=["handoffs"])
 
-_Item = Annotated[str, Field(max_length=MAX_ITEM_CHARS)]
-_Name = Annotated[str | None, Field(default=None, max_length=MAX_NAME_CHARS)]
-
-
-class HandoffIn(InputModel):
-    summary: str = Field(
-        min_length=1,
-        max_length=MAX_SUMMARY_CHARS,
-        pattern=r"\S",
-        description="What was done, what failed, where the work stands (not only blanks)",
-    )
-    environment: str | None = Field(
-        default=None, max_length=MAX_NAME_CHARS, description="Name or id; default: yours"
-    )
-    cwd: str = Field(default="", max_length=4096, description="The working directory")
-    from_agent: _Name = Field(default=None, description="Who leaves it (default: 'api')")
-    for_agent: _Name = Field(default=None, description="Deliver it to this agent only")
-    for_user: _Name = Field(
-        default=None, description="Address it to this user (id or name): they may accept it"
-    )
-    open_questions: list[_Item] = Field(default_factory=list, max_length=MAX_ITEMS)
-    next_steps: list[_Item] = Field(default_factory=list, max_length=MAX_ITEMS)
-    files_touched: list[_Item] = Field(default_factory=list, max_length=MAX_ITEMS)
-
-
-class AcceptIn(InputModel):
-    agent: _Name = Field(default=None, description="The agent accepting it")
-    session: _Name = Field(default=None, description="The session accepting it")
-
 
 @router.post("", status_code=status.HTTP_201_CREATED, summary="Leave a handoff in a project")
-def begin(body: HandoffIn, engram: EngramDep, actor: ActorDep) -> Handoff:
+def begin(body: HandoffRequest, engram: EngramDep, actor: ActorDep) -> Handoff:
     return engram.handoffs.begin(
         body.summary,
         actor,
@@ -94,9 +57,9 @@ def get(handoff_id: str, engram: EngramDep, actor: ActorDep) -> Handoff:
     "accepted it",
 )
 def accept(
-    handoff_id: str, engram: EngramDep, actor: ActorDep, body: AcceptIn | None = None
+    handoff_id: str, engram: EngramDep, actor: ActorDep, body: AcceptRequest | None = None
 ) -> Handoff:
-    body = body or AcceptIn()
+    body = body or AcceptRequest()
     return engram.handoffs.accept(handoff_id, actor, agent=body.agent, session=body.session)
 
 

@@ -4,25 +4,17 @@ with dedup and contradiction, feedback, and undoing a lifecycle action."""
 from __future__ import annotations
 
 from fastapi import APIRouter, status
-from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.api.routers._memories import EnvQuery
 from engram.api.schemas import AnyNewMemory
-from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
+from engram.lifecycle.feedback import FeedbackOutcome
 from engram.lifecycle.report import WriteOutcome
-from engram.limits import MAX_REASON_CHARS, InputModel
 from engram.models import Memory
+from engram.requests.memories import FeedbackRequest
 from engram.service.feedback import give_feedback
 
 router = APIRouter(tags=["memories"])
-
-
-class FeedbackIn(InputModel):
-    kind: FeedbackKind = Field(description="helpful +0.1 confidence, outdated -0.25, wrong -0.5")
-    note: str = Field(
-        default="", max_length=MAX_REASON_CHARS, description="What was wrong or what changed"
-    )
 
 
 @router.post(
@@ -38,7 +30,7 @@ def remember(
 
 @router.post("/{memory_id}/feedback", summary="Helpful, wrong or outdated: moves its confidence")
 def feedback(
-    memory_id: str, body: FeedbackIn, engram: EngramDep, actor: ActorDep
+    memory_id: str, body: FeedbackRequest, engram: EngramDep, actor: ActorDep
 ) -> FeedbackOutcome:
     return give_feedback(engram.memories, memory_id, body.kind, actor, body.note)
 

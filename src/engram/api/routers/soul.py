@@ -11,17 +11,17 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field
 
 from engram.api.deps import ActorDep, EngramDep
-from engram.limits import JSON_NUMBER, InputModel, StrictInt
+from engram.limits import MAX_ENVIRONMENT_REF_CHARS, InputModel
+from engram.requests.fields import Reason
+from engram.requests.soul import BlockRequest, BlockRestoreRequest, SnapshotRequest
 from engram.service.soul import DEFAULT_SOUL_TOKENS
-from engram.soul.blocks import BLOCK_NAME_PATTERN, MAX_BLOCK_CHARS
+from engram.soul.blocks import BLOCK_NAME_PATTERN
 from engram.soul.model import (
     EffectiveBlock,
-    OverrideMode,
     RenderedSoul,
-    Section,
     SoulBlock,
     SoulBlockVersion,
     SoulSnapshot,
@@ -38,7 +38,10 @@ Seen = Annotated[
 ]
 LayerRef = Annotated[
     str | None,
-    Query(description="Omit for your global Soul; an environment name or id for its overrides"),
+    Query(
+        max_length=MAX_ENVIRONMENT_REF_CHARS,
+        description="Omit for your global Soul; an environment name or id for its overrides",
+    ),
 ]
 
 
@@ -46,28 +49,8 @@ class _Body(InputModel):
     """A request body: unknown fields refused, text checked (see InputModel)."""
 
 
-class BlockIn(_Body):
-    text: str | None = Field(default=None, max_length=MAX_BLOCK_CHARS)
-    mode: OverrideMode | None = Field(
-        default=None, description="In an environment: replace, extend (append) or inherit"
-    )
-    priority: Annotated[int, Field(ge=0, le=100), JSON_NUMBER] | None = None
-    enabled: StrictBool | None = None
-    section: Section | None = Field(default=None, description="Only to create a custom block")
-    reason: str = Field(default="", max_length=1000)
-
-
-class BlockRestoreIn(_Body):
-    version: StrictInt = Field(ge=1, le=1_000_000)
-    reason: str = Field(default="", max_length=1000)
-
-
-class SnapshotIn(_Body):
-    label: str = Field(default="", max_length=500)
-
-
 class SnapshotRestoreIn(_Body):
-    reason: str = Field(default="", max_length=1000)
+    reason: Reason = ""
 
 
 class SoulDiff(BaseModel):
@@ -119,7 +102,7 @@ def snapshots(
 
 @router.post("/snapshots", status_code=status.HTTP_201_CREATED, summary="Snapshot one layer")
 def snapshot(
-    body: SnapshotIn, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
+    body: SnapshotRequest, engram: EngramDep, actor: ActorDep, environment: LayerRef = None
 ) -> SoulSnapshot:
     return engram.soul.snapshot(actor, environment, body.label)
 
@@ -156,7 +139,7 @@ def get_block(
 @router.put("/blocks/{name}", summary="Change a block in one layer (a new version)")
 def set_block(
     name: Annotated[str, Path(pattern=BLOCK_NAME_PATTERN, description="The block's name")],
-    body: BlockIn,
+    body: BlockRequest,
     engram: EngramDep,
     actor: ActorDep,
     environment: LayerRef = None,
@@ -197,7 +180,7 @@ def diff(
 @router.post("/blocks/{name}/restore", summary="Bring back a version (after a snapshot)")
 def restore_block(
     name: str,
-    body: BlockRestoreIn,
+    body: BlockRestoreRequest,
     engram: EngramDep,
     actor: ActorDep,
     environment: LayerRef = None,

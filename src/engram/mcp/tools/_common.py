@@ -13,6 +13,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from engram.errors import Conflict, EngramError, InvalidInput, NotFound, PermissionDenied
+from engram.requests.fields import EnvironmentRef
 from engram.service.environments import validation_message
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,7 +34,7 @@ DESTRUCTIVE = ToolAnnotations(
 """Removes something from view (soft: restorable)."""
 
 Environment = Annotated[
-    str | None,
+    EnvironmentRef | None,
     Field(description="Environment (project) name or id; omit for this session's environment."),
 ]
 MemoryId = Annotated[str, Field(description="A memory id, e.g. 'mem_…', from recall/list_recent.")]

@@ -1,57 +1,64 @@
-"""Episodes (what happened in a session) and procedures (how to do something)."""
+"""Episodes (what happened in a session) and procedures (how to do something). Each tool's
+parameters are typed by the fields of the models REST takes (:class:`engram.models.NewMemory`
+with its episode or procedure details; :mod:`engram.requests`), so both edges accept the same
+values."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from pydantic import Field
 
-from engram.limits import MAX_QUERY_CHARS
+from engram.limits import Timestamp
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import READ, WRITE, Environment, MemoryId, tool
 from engram.models import (
+    Content,
     EpisodeDetails,
+    InputScore,
+    Item,
+    Items,
     Layer,
     Memory,
-    MemoryFilter,
     NewMemory,
     ProcedureDetails,
+    ProcedureName,
     Source,
+    Steps,
+    Tags,
+    Thread,
+    Trigger,
 )
+from engram.requests.fields import Reason
+from engram.requests.retrieval import Query, SearchLimit, SearchRequest
 from engram.retrieval.models import SearchResult
 
-Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS, description="What to look for.")]
-Limit = Annotated[int, Field(ge=1, le=50)]
-Tags = Annotated[list[str] | None, Field(description="Short lowercase labels.")]
-Importance = Annotated[float, Field(ge=0, le=1)]
+TopicQuery = Annotated[Query, Field(description="What to look for.")]
+AgentTags = Annotated[Tags | None, Field(description="Short lowercase labels.")]
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:
     def search(query: str, layer: Layer, limit: int, environment: str | None) -> SearchResult:
-        return b.engram.search.search(
-            query,
-            b.current_actor(),
-            environment=b.env(environment),
-            flt=MemoryFilter(layers=[layer]),
-            limit=limit,
+        request = SearchRequest(
+            query=query, layers=[layer], limit=limit, environment=b.env(environment)
         )
+        return b.engram.search.search(request.query, b.current_actor(), **request.options())
 
     @tool(server, "Record an episode", WRITE)
     def create_episode(
-        summary: Annotated[str, Field(description="What happened, in a few sentences.")],
-        key_decisions: list[str] | None = None,
-        open_questions: list[str] | None = None,
-        participants: list[str] | None = None,
-        period_start: datetime | None = None,
-        period_end: datetime | None = None,
-        session_id: str | None = None,
+        summary: Annotated[Content, Field(description="What happened, in a few sentences.")],
+        key_decisions: Items | None = None,
+        open_questions: Items | None = None,
+        participants: Items | None = None,
+        period_start: Timestamp | None = None,
+        period_end: Timestamp | None = None,
+        session_id: Thread | None = None,
         agent: Annotated[
-            str | None, Field(description="The tool writing it, e.g. 'claude-code'.")
+            Item | None, Field(description="The tool writing it, e.g. 'claude-code'.")
         ] = None,
-        tags: Tags = None,
-        importance: Importance = 0.5,
+        tags: AgentTags = None,
+        importance: InputScore = 0.5,
         environment: Environment = None,
     ) -> Memory:
         """Save a summary of a work session at its end (or at a milestone): what was done, the
@@ -77,19 +84,19 @@ def register(server: MCPServer[Any], b: Binding) -> None:
 
     @tool(server, "Search episodes", READ)
     def search_episodes(
-        query: Query, limit: Limit = 5, environment: Environment = None
+        query: TopicQuery, limit: SearchLimit = 5, environment: Environment = None
     ) -> SearchResult:
         """Find past sessions about a topic: what was done before, when, and what was decided."""
         return search(query, Layer.EPISODE, limit, environment)
 
     @tool(server, "Save a procedure", WRITE)
     def create_procedure(
-        name: Annotated[str, Field(min_length=1, max_length=200, description="Short name.")],
-        description: Annotated[str, Field(description="What the procedure achieves.")],
-        steps: Annotated[list[str], Field(description="Ordered, concrete steps.")],
-        trigger: Annotated[str, Field(description="When to use it.")] = "",
-        tags: Tags = None,
-        importance: Importance = 0.5,
+        name: Annotated[ProcedureName, Field(description="Short name.")],
+        description: Annotated[Content, Field(description="What the procedure achieves.")],
+        steps: Annotated[Steps, Field(description="Ordered, concrete steps.")],
+        trigger: Annotated[Trigger, Field(description="When to use it.")] = "",
+        tags: AgentTags = None,
+        importance: InputScore = 0.5,
         environment: Environment = None,
     ) -> Memory:
         """Save a workflow that worked (build, release, debug recipe...) as ordered steps, so it
@@ -108,7 +115,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     def record_procedure_outcome(
         memory_id: MemoryId,
         success: Annotated[bool, Field(description="Whether following it worked this time.")],
-        note: str = "",
+        note: Reason = "",
     ) -> Memory:
         """After following a procedure, report whether it worked; the success and failure
         counts rank procedures and show which ones to trust."""
@@ -118,7 +125,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
 
     @tool(server, "Search procedures", READ)
     def search_procedures(
-        query: Query, limit: Limit = 5, environment: Environment = None
+        query: TopicQuery, limit: SearchLimit = 5, environment: Environment = None
     ) -> SearchResult:
         """Find a known way to do a task (how we build, deploy, test...) before working it out
         from scratch."""

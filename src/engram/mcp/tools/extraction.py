@@ -8,18 +8,17 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from engram.erasure import Erased
-from engram.extraction import NewMessage
 from engram.extraction.results import ExtractionResult
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import DESTRUCTIVE, WRITE, Environment, tool
+from engram.requests.extraction import ConversationRef, ExtractRequest, Messages
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Extract memories from a conversation", WRITE)
     def extract_memories(
         messages: Annotated[
-            list[NewMessage],
-            Field(min_length=1, description="The turns, oldest first: {role, content}."),
+            Messages, Field(description="The turns, oldest first: {role, content}.")
         ],
         dry_run: Annotated[bool, Field(description="Propose only; store nothing.")] = False,
         environment: Environment = None,
@@ -27,14 +26,15 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         """Propose facts, an episode and procedures from conversation turns and store them
         through the same dedup and contradiction rules as remember. Use dry_run to see the
         proposals first."""
+        request = ExtractRequest(messages=messages, dry_run=dry_run, environment=b.env(environment))
         return b.engram.extraction.extract(
-            list(messages), b.current_actor(), b.env(environment), dry_run=dry_run
+            request, b.current_actor(), request.environment, dry_run=request.dry_run
         )
 
     @tool(server, "Delete a stored conversation for good", DESTRUCTIVE)
     def delete_conversation(
         conversation_id: Annotated[
-            str, Field(min_length=1, max_length=128, description="A 'cnv_…' id or your own id")
+            ConversationRef, Field(description="A 'cnv_…' id or your own id")
         ],
         purge: Annotated[
             bool, Field(description="Also remove the memories extracted from it, for good.")

@@ -12,11 +12,12 @@ from pydantic import BaseModel, Field
 from engram.handoffs import Handoff, HandoffState
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import READ, UPDATE, WRITE, Environment, tool
+from engram.requests.handoffs import Cwd, HandoffItems, ListLimit, Name, Summary
 
 HandoffId = Annotated[
     str, Field(description="A handoff id, 'hof_…', from handoff_list or the session-start note.")
 ]
-Items = Annotated[list[str] | None, Field(description="Short items, one sentence each.")]
+Items = Annotated[HandoffItems | None, Field(description="Short items, one sentence each.")]
 
 
 class Handoffs(BaseModel):
@@ -27,21 +28,21 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Leave a handoff", WRITE)
     def handoff_begin(
         summary: Annotated[
-            str, Field(description="What was done, what failed, where the work stands.")
+            Summary, Field(description="What was done, what failed, where the work stands.")
         ],
         open_questions: Items = None,
         next_steps: Items = None,
-        files_touched: Annotated[list[str] | None, Field(description="Paths changed.")] = None,
+        files_touched: Annotated[HandoffItems | None, Field(description="Paths changed.")] = None,
         from_agent: Annotated[
-            str | None, Field(description="You, the agent leaving it, e.g. 'claude'.")
+            Name | None, Field(description="You, the agent leaving it, e.g. 'claude'.")
         ] = None,
         for_agent: Annotated[
-            str | None, Field(description="Deliver it only to this agent, e.g. 'codex'.")
+            Name | None, Field(description="Deliver it only to this agent, e.g. 'codex'.")
         ] = None,
         for_user: Annotated[
-            str | None, Field(description="Address it to another user (id or name).")
+            Name | None, Field(description="Address it to another user (id or name).")
         ] = None,
-        cwd: Annotated[str, Field(description="The working directory of the work.")] = "",
+        cwd: Annotated[Cwd, Field(description="The working directory of the work.")] = "",
         environment: Environment = None,
     ) -> Handoff:
         """Hand the current work over to the next session in this project — in any agent —
@@ -66,9 +67,9 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             HandoffState, Field(description="open (waiting), accepted, expired or cancelled.")
         ] = HandoffState.OPEN,
         environment: Annotated[
-            str | None, Field(description="Environment name or id; omit for every project.")
+            Name | None, Field(description="Environment name or id; omit for every project.")
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        limit: ListLimit = 10,
     ) -> Handoffs:
         """The handoffs you left and those addressed to you, newest first (summary, open
         questions, next steps, files, who left them and when). Listing claims nothing."""
@@ -80,7 +81,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Accept a handoff", UPDATE)
     def handoff_accept(
         handoff: HandoffId,
-        agent: Annotated[str | None, Field(description="You, e.g. 'codex'.")] = None,
+        agent: Annotated[Name | None, Field(description="You, e.g. 'codex'.")] = None,
     ) -> Handoff:
         """Claim a waiting handoff and read it whole: exactly one session can; if another took
         it first the error says who and when. Use it for the id a session-start note offers."""

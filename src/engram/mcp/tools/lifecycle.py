@@ -11,6 +11,7 @@ from engram.lifecycle import MaintenanceReport
 from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import UPDATE, WRITE, Environment, MemoryId, tool
+from engram.requests.fields import Reason
 from engram.service.feedback import give_feedback
 
 
@@ -22,7 +23,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             FeedbackKind,
             Field(description="helpful (it was right and useful), wrong, or outdated."),
         ],
-        note: Annotated[str, Field(description="What was wrong or what changed.")] = "",
+        note: Annotated[Reason, Field(description="What was wrong or what changed.")] = "",
     ) -> FeedbackOutcome:
         """Tell Engram how a recalled memory held up: helpful raises its confidence, wrong and
         outdated lower it so it ranks lower. If you know the correct fact, also remember it

@@ -8,9 +8,13 @@ from mcp.server import MCPServer
 from pydantic import BaseModel, Field
 
 from engram.lifecycle import WriteOutcome
+from engram.limits import MAX_PAGE
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import DESTRUCTIVE, READ, UPDATE, WRITE, Environment, MemoryId, tool
 from engram.models import (
+    Category,
+    Content,
+    InputScore,
     Layer,
     Memory,
     MemoryFilter,
@@ -19,11 +23,12 @@ from engram.models import (
     NewMemory,
     Page,
     Source,
+    Tags,
+    Thread,
 )
+from engram.requests.fields import FilterValue, Reason, Version
 
-Importance = Annotated[
-    float, Field(ge=0, le=1, description="0.9+ critical, 0.5 normal, below 0.5 minor.")
-]
+Importance = Annotated[InputScore, Field(description="0.9+ critical, 0.5 normal, below 0.5 minor.")]
 
 
 class History(BaseModel):
@@ -34,19 +39,19 @@ class History(BaseModel):
 def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Remember a fact", WRITE)
     def remember(
-        content: Annotated[str, Field(description="One atomic, self-contained fact.")],
+        content: Annotated[Content, Field(description="One atomic, self-contained fact.")],
         category: Annotated[
-            str, Field(description="preference, fact, decision, project, general, or your own.")
+            Category,
+            Field(description="preference, fact, decision, project, general, or your own."),
         ] = "general",
-        tags: Annotated[list[str] | None, Field(description="Short lowercase labels.")] = None,
+        tags: Annotated[Tags | None, Field(description="Short lowercase labels.")] = None,
         importance: Importance = 0.5,
-        confidence: Annotated[float, Field(ge=0, le=1)] = 0.8,
+        confidence: InputScore = 0.8,
         session_id: Annotated[
-            str | None,
+            Thread | None,
             Field(
                 description="This chat or agent session's id, if known: search groups the "
                 "memories of one session (their thread).",
-                max_length=200,
             ),
         ] = None,
         lifecycle: Annotated[
@@ -84,13 +89,13 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Update a memory", UPDATE)
     def update_memory(
         memory_id: MemoryId,
-        content: str | None = None,
-        category: str | None = None,
-        tags: list[str] | None = None,
-        importance: Annotated[float | None, Field(ge=0, le=1)] = None,
-        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+        content: Content | None = None,
+        category: Category | None = None,
+        tags: Tags | None = None,
+        importance: InputScore | None = None,
+        confidence: InputScore | None = None,
         pinned: bool | None = None,
-        reason: Annotated[str, Field(description="Why; kept in the history.")] = "",
+        reason: Annotated[Reason, Field(description="Why; kept in the history.")] = "",
     ) -> Memory:
         """Correct or refine a memory in place; only the fields given change. The previous
         state stays in the history (memory_history) and can be restored."""
@@ -105,7 +110,7 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         return b.engram.memories.update(memory_id, patch, b.current_actor(), reason)
 
     @tool(server, "Delete a memory", DESTRUCTIVE)
-    def delete_memory(memory_id: MemoryId, reason: str = "") -> Memory:
+    def delete_memory(memory_id: MemoryId, reason: Reason = "") -> Memory:
         """Soft-delete a memory that is wrong or unwanted: it leaves search and context but
         restore_memory brings it back. Prefer update_memory or feedback for small corrections."""
         actor = b.current_actor()
@@ -115,8 +120,8 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     def restore_memory(
         memory_id: MemoryId,
         version: Annotated[
-            int | None,
-            Field(ge=1, description="Bring back this version; omit to undelete/unmerge."),
+            Version | None,
+            Field(description="Bring back this version; omit to undelete/unmerge."),
         ] = None,
     ) -> Memory:
         """Undo a delete, merge or supersede, or return a memory to an earlier version (see
@@ -132,8 +137,8 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "List recent memories", READ)
     def list_recent(
         layer: Annotated[Layer | None, Field(description="fact, episode or procedure.")] = None,
-        category: str | None = None,
-        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        category: FilterValue | None = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 20,
         environment: Environment = None,
     ) -> Page:
         """The most recently changed active memories, newest first (no query needed)."""

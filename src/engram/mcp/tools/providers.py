@@ -10,9 +10,13 @@ from pydantic import BaseModel, Field
 
 from engram.extraction.providers import (
     PROVIDER_NAME_PATTERN,
+    ApiKeyText,
+    BaseUrl,
+    ModelName,
     ProviderInfo,
     ProviderKind,
     ProviderSettings,
+    Timeout,
 )
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import DESTRUCTIVE, READ, UPDATE, tool
@@ -36,13 +40,15 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Set an LLM provider", UPDATE)
     def set_llm_provider(
         name: Name,
-        model: Annotated[str, Field(description=_FIELDS["model"].description)],
+        model: Annotated[ModelName, Field(description=_FIELDS["model"].description)],
         kind: Annotated[
             ProviderKind, Field(description=_FIELDS["kind"].description)
         ] = ProviderKind.OPENAI,
-        base_url: Annotated[str, Field(description=_FIELDS["base_url"].description)] = "",
-        api_key: Annotated[str | None, Field(description=_FIELDS["api_key"].description)] = None,
-        timeout: Annotated[float, Field(description=_FIELDS["timeout"].description)] = 60.0,
+        base_url: Annotated[BaseUrl, Field(description=_FIELDS["base_url"].description)] = "",
+        api_key: Annotated[
+            ApiKeyText | None, Field(description=_FIELDS["api_key"].description)
+        ] = None,
+        timeout: Annotated[Timeout, Field(description=_FIELDS["timeout"].description)] = 60.0,
     ) -> ProviderInfo:
         """Configure (or replace) an LLM provider for extraction (admin scope; audited)."""
         settings = ProviderSettings.model_validate(

@@ -10,13 +10,15 @@ from pydantic import BaseModel, Field
 from engram.errors import InvalidInput
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import READ, UPDATE, WRITE, Environment, tool
+from engram.requests.fields import EnvironmentRef, Reason, Version
+from engram.requests.soul import BlockName, BlockText, Label, Priority
 from engram.soul.model import SoulBlock, SoulSnapshot, SoulUpdate, SoulView
 
 Layer = Annotated[
-    str | None,
+    EnvironmentRef | None,
     Field(description="Environment whose overrides to change; omit for the global Soul."),
 ]
-Block = Annotated[str, Field(description="Block name, e.g. identity, rules, current_focus.")]
+Block = Annotated[BlockName, Field(description="Block name, e.g. identity, rules, current_focus.")]
 
 
 class SoulRestored(BaseModel):
@@ -45,18 +47,18 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "Update a Soul block", UPDATE)
     def soul_update_block(
         block: Block,
-        text: str | None = None,
+        text: BlockText | None = None,
         mode: Annotated[
             Literal["replace", "extend", "inherit"] | None,
             Field(description="In an environment: replace, extend (append) or inherit."),
         ] = None,
-        priority: Annotated[int | None, Field(ge=0, le=100)] = None,
+        priority: Priority | None = None,
         enabled: bool | None = None,
         section: Annotated[
             Literal["soul", "style", "context"] | None,
             Field(description="Only to create a custom block."),
         ] = None,
-        reason: str = "",
+        reason: Reason = "",
         environment: Layer = None,
     ) -> SoulBlock:
         """Change one Soul block (a new version; the old text stays in the history). Use it
@@ -84,15 +86,15 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         return b.engram.soul.apply_preset(preset, b.current_actor(), environment)
 
     @tool(server, "Snapshot the Soul", WRITE)
-    def soul_snapshot(label: str = "", environment: Layer = None) -> SoulSnapshot:
+    def soul_snapshot(label: Label = "", environment: Layer = None) -> SoulSnapshot:
         """Record the whole Soul layer now, before a larger rewrite."""
         return b.engram.soul.snapshot(b.current_actor(), environment, label)
 
     @tool(server, "Restore the Soul", UPDATE)
     def soul_restore(
         snapshot_id: Annotated[str | None, Field(description="A 'snap_…' id.")] = None,
-        block: Annotated[str | None, Field(description="Restore one block instead.")] = None,
-        version: Annotated[int | None, Field(ge=1, description="The block's version.")] = None,
+        block: Annotated[BlockName | None, Field(description="Restore one block instead.")] = None,
+        version: Annotated[Version | None, Field(description="The block's version.")] = None,
         environment: Layer = None,
     ) -> SoulRestored:
         """Bring the Soul back: a whole layer to a snapshot (snapshot_id), or one block to an
