@@ -92,6 +92,17 @@ class RankFields:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryText:
+    """A memory's text and the two fields a write's lifecycle decision reads about it, read
+    cheaply for a whole environment (the lifecycle's candidate index is built from these)."""
+
+    id: str
+    content: str
+    importance: float
+    pinned: bool
+
+
+@dataclass(frozen=True, slots=True)
 class PendingEmbedding:
     """A memory whose vector is missing or stale for the current model."""
 
@@ -246,6 +257,10 @@ class Store(Protocol):
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
     ) -> list[Memory]: ...
+
+    def memory_texts(self, flt: MemoryFilter) -> list[MemoryText]:
+        """Every memory matching ``flt``, oldest first, as its text, importance and pin only."""
+        ...
 
     def count(self, flt: MemoryFilter) -> int: ...
 

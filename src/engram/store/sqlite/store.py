@@ -27,6 +27,7 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    MemoryText,
     PendingEmbedding,
     RankFields,
     Vector,
@@ -281,6 +282,15 @@ class SQLiteStore:
             )
             out.extend(ROWS.rank_fields(r) for r in rows)
         return out
+
+    def memory_texts(self, flt: MemoryFilter) -> list[MemoryText]:
+        cond, params = where(flt)
+        rows = self.db.reader().execute(
+            f"SELECT m.id, m.content, m.importance, m.pinned FROM memories m WHERE {cond} "
+            f"ORDER BY {ORDER_SQL['created_at']}, m.seq DESC",
+            params,
+        )
+        return [MemoryText(i, c, imp, bool(p)) for i, c, imp, p in rows]
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
