@@ -17,9 +17,9 @@ it in step with writes.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterable
+from operator import itemgetter
 
 from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
 from engram.models import Layer, Memory, Status
@@ -81,23 +81,25 @@ class CandidateIndex:
     ) -> list[Candidate[Fact]]:
         """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
         by Jaccard against ``words`` (the new text's word set)."""
+        by_word, norm = self._by_word, self._norm
         postings = sorted(
-            (ids for t in dict.fromkeys(terms) if (ids := self._by_word.get(t))), key=len
+            (ids for t in dict.fromkeys(terms) if (ids := by_word.get(t))), key=len
         )
-        scores: dict[str, float] = {}
-        norm = self._norm
-        for ids in postings:
+        if not postings:
+            return []
+        weight = 1.0 / math.log(2.0 + len(postings[0]))
+        # ties go to the shorter fact, as a keyword ranking's length norm would
+        scores = {i: weight - norm[i] for i in postings[0]}
+        for ids in postings[1:]:
             weight = 1.0 / math.log(2.0 + len(ids))
-            if len(ids) <= COMMON or not scores:
+            if len(ids) <= COMMON:
+                get = scores.get
                 for i in ids:
-                    if i in scores:
-                        scores[i] += weight
-                    else:  # ties go to the shorter fact, as a keyword ranking's length norm would
-                        scores[i] = weight - norm[i]
+                    score = get(i)
+                    scores[i] = weight - norm[i] if score is None else score + weight
             else:  # only re-score: each found fact holding the term gains its weight once
-                for i in ids if len(ids) < len(scores) else list(scores):
-                    if i in scores and i in ids:
-                        scores[i] += weight
-        best = heapq.nlargest(limit, scores, key=scores.__getitem__)
+                for i in ids.intersection(scores):
+                    scores[i] += weight
+        best = sorted(scores.items(), key=itemgetter(1), reverse=True)[:limit]
         facts = self._facts
-        return [Candidate(f, jaccard(words, w)) for f, w in (facts[i] for i in best)]
+        return [Candidate(f, jaccard(words, w)) for f, w in (facts[i] for i, _ in best)]
