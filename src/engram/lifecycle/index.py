@@ -82,9 +82,7 @@ class CandidateIndex:
         """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
         by Jaccard against ``words`` (the new text's word set)."""
         by_word, norm = self._by_word, self._norm
-        postings = sorted(
-            (ids for t in dict.fromkeys(terms) if (ids := by_word.get(t))), key=len
-        )
+        postings = sorted((ids for t in dict.fromkeys(terms) if (ids := by_word.get(t))), key=len)
         if not postings:
             return []
         weight = 1.0 / math.log(2.0 + len(postings[0]))

@@ -242,8 +242,9 @@ class Store(Protocol):
 
     def memory_stamp(self) -> int:
         """A counter that every committed :meth:`write` call moves by one, whichever process on
-        the store made it: two equal readings mean no memory was written in between (a cache
-        of memories uses it to see writes by other processes)."""
+        the store made it, and that a purge or erasure removing memories moves too: two equal
+        readings mean no memory was written or removed in between (a cache of memories uses it
+        to see writes by other processes)."""
         ...
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:

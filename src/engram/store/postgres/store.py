@@ -493,4 +493,7 @@ def _purge_in(conn: Connection, ids: list[str]) -> int:
         return 0
     conn.execute("DELETE FROM memory_vectors WHERE memory_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM memory_versions WHERE memory_id = ANY(%s)", (ids,))
-    return int(conn.execute("DELETE FROM memories WHERE id = ANY(%s)", (ids,)).rowcount)
+    removed = int(conn.execute("DELETE FROM memories WHERE id = ANY(%s)", (ids,)).rowcount)
+    if removed:  # a purge is a write: an index kept in step with the stamp must forget them
+        conn.execute("UPDATE memory_stamp SET value = value + 1 WHERE id = 1")
+    return removed

@@ -245,11 +245,8 @@ class SQLiteStore:
             )
 
     def memory_stamp(self) -> int:
-        row = (
-            self.db.reader()
-            .execute("SELECT value FROM store_meta WHERE key = 'memory_stamp'")
-            .fetchone()
-        )
+        # read around every lifecycle write: the writer's page cache survives its commits
+        row = self.db.point_read("SELECT value FROM store_meta WHERE key = 'memory_stamp'", ())
         return int(row[0]) if row else 0
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
@@ -402,6 +399,8 @@ class SQLiteStore:
             removed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
         if removed:
             conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+            # a purge is a write: an index kept in step with the stamp must forget them too
+            conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
             # FTS5 (before SQLite 3.42's secure-delete) keeps a deleted row's terms in its
             # segments until they merge: merging them all now leaves the purged words nowhere
             conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
