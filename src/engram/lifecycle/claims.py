@@ -204,6 +204,7 @@ class Claim:
         return f"{who} · {self.attribute}"
 
 
+@lru_cache(maxsize=65_536)
 def norm(word: str) -> str:
     """A crude stem, enough to see 'likes' and 'like' or "alice's" and 'alice' as one word."""
     word = word.removesuffix("'s").removesuffix("'")
@@ -367,7 +368,6 @@ def _copula_claim(clause: str, low: str) -> Claim | None:
         negated = any(x in NEGATIONS for x in ws)
         changed = _marker(ws)
         shown = _shown(value_ws)
-        names = _names(clause)
         cls = _CLASS_OF.get(value[0])
         head = _head(key_ws)
         named = next((a for a, ns in _ATTRIBUTE_NOUNS.items() if head in ns), None)
@@ -377,7 +377,7 @@ def _copula_claim(clause: str, low: str) -> Claim | None:
             return Claim(
                 subject, attribute, frozenset(value), value[0], negated, False, True, changed, shown
             )
-        if set(key) <= names:
+        if set(key) <= _names(clause):
             # "Caroline is a nurse": a description, one of many
             return Claim(
                 frozenset(key),
