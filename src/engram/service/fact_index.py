@@ -15,8 +15,10 @@ counts toward a build nor waits for one.
 
 from __future__ import annotations
 
+import gc
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engram.lifecycle.index import CandidateIndex
@@ -35,6 +37,20 @@ class _Env:
     index: CandidateIndex | None = None
     misses: int = 0
     size: int = 0
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """No cyclic garbage collection while an index is built: it makes a few long-lived objects
+    per fact, none of them in a cycle, so the collector's passes over them (about a third of
+    the build at 100k facts) would find nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class FactIndexes:
@@ -60,10 +76,11 @@ class FactIndexes:
         if env.misses < max(WARM_LOOKUPS, env.size // REBUILD_SHARE):
             return None
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT], statuses=[Status.ACTIVE])
-        facts = self._store.memory_texts(flt)
-        if self._store.memory_stamp() != stamp:  # written meanwhile: try again later
-            return None
-        env.index, env.misses, env.size = CandidateIndex(facts), 0, len(facts)
+        with _no_collection():
+            facts = self._store.memory_texts(flt)
+            if self._store.memory_stamp() != stamp:  # written meanwhile: try again later
+                return None
+            env.index, env.misses, env.size = CandidateIndex(facts), 0, len(facts)
         return env.index
 
     def committed(
