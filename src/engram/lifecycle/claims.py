@@ -158,6 +158,8 @@ _RELATIONS: tuple[tuple[str, re.Pattern[str], bool], ...] = tuple(
         ("own", r"\b(?:owns?|drives?|rides?|plays?|speaks?|eats?|drinks?)\b", True),
     )
 )
+_ANY_RELATION = re.compile("|".join(f"(?:{rx.pattern})" for _, rx, _ in _RELATIONS))
+"""Matches where any relation does: one search tells a clause with none (most) at once."""
 _COPULA = frozenset(
     """is are was were am be equals means costs set defaults located called named starts start
     begins ends happens meets runs""".split()  # noqa: SIM905
@@ -202,6 +204,7 @@ class Claim:
         return f"{who} · {self.attribute}"
 
 
+@lru_cache(maxsize=65_536)
 def norm(word: str) -> str:
     """A crude stem, enough to see 'likes' and 'like' or "alice's" and 'alice' as one word."""
     word = word.removesuffix("'s").removesuffix("'")
@@ -262,7 +265,7 @@ def clauses(text: str) -> list[str]:
 
 def _has_verb(part: str) -> bool:
     low = part.lower()
-    if any(rx.search(low) for _, rx, _ in _RELATIONS):
+    if _ANY_RELATION.search(low):
         return True
     return any(w in _COPULA for w in words(low))
 
@@ -279,6 +282,8 @@ def _after_options(value_text: str) -> tuple[str, frozenset[str]] | None:
 
 
 def _relation_claim(clause: str, low: str) -> Claim | None:
+    if _ANY_RELATION.search(low) is None:
+        return None
     for attribute, rx, many in _RELATIONS:
         m = rx.search(low)
         if m is None:
@@ -363,7 +368,6 @@ def _copula_claim(clause: str, low: str) -> Claim | None:
         negated = any(x in NEGATIONS for x in ws)
         changed = _marker(ws)
         shown = _shown(value_ws)
-        names = _names(clause)
         cls = _CLASS_OF.get(value[0])
         head = _head(key_ws)
         named = next((a for a, ns in _ATTRIBUTE_NOUNS.items() if head in ns), None)
@@ -373,7 +377,7 @@ def _copula_claim(clause: str, low: str) -> Claim | None:
             return Claim(
                 subject, attribute, frozenset(value), value[0], negated, False, True, changed, shown
             )
-        if set(key) <= names:
+        if set(key) <= _names(clause):
             # "Caroline is a nurse": a description, one of many
             return Claim(
                 frozenset(key),

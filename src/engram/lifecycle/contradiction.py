@@ -195,6 +195,17 @@ def _negated(text: str) -> bool:
     return any(w in NEGATIONS for w in words(text))
 
 
+@lru_cache(maxsize=65_536)
+def _said(text: str) -> frozenset[str]:
+    """The content words of ``text`` without change markers and fillers."""
+    return frozenset(_content(words(text)) - MARKER_WORDS - FILLERS)
+
+
+@lru_cache(maxsize=65_536)
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(w for w in _said(text) if _is_value_token(w))
+
+
 def may_be_clear(old: str, new: str) -> bool:
     """A cheap test that :func:`check` can find a clear conflict: only a shared attribute or
     a negation on one side can make one (a write checks it before the full rules for pairs
@@ -210,17 +221,15 @@ def check(old: str, new: str) -> Finding:
     if found is not None:
         return found
     # no slot in common: never a conflict; only tell apart facts that must not be merged
-    wo, wn = words(old), words(new)
-    so, sn = _content(wo) - MARKER_WORDS - FILLERS, _content(wn) - MARKER_WORDS - FILLERS
+    so, sn = _said(old), _said(new)
     only_old, only_new = so - sn, sn - so
-    neg_old, neg_new = any(w in NEGATIONS for w in wo), any(w in NEGATIONS for w in wn)
+    neg_old, neg_new = _negated(old), _negated(new)
     if neg_old != neg_new and not only_old and not only_new:
         side = "new" if neg_new else "old"
         return Finding(
             Verdict.CLEAR, "negation", f"only the {side} fact is negated", Strength.PLAIN
         )
-    nums_old = {w for w in so if _is_value_token(w)}
-    nums_new = {w for w in sn if _is_value_token(w)}
+    nums_old, nums_new = _numbers(old), _numbers(new)
     if nums_old - nums_new and nums_new - nums_old:
         detail = f"{_show(nums_old - nums_new)} -> {_show(nums_new - nums_old)}"
         return Finding(Verdict.DISTINCT, "different numbers or dates", detail)

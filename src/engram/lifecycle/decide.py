@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Generic
 
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.contradiction import (
@@ -16,8 +17,7 @@ from engram.lifecycle.contradiction import (
     check,
     may_be_clear,
 )
-from engram.lifecycle.dedup import Candidate
-from engram.models import Memory
+from engram.lifecycle.dedup import Candidate, F, Fact
 
 
 class Move(StrEnum):
@@ -28,9 +28,9 @@ class Move(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Generic[F]):
     move: Move
-    candidate: Candidate | None = None
+    candidate: Candidate[F] | None = None
     finding: Finding = NO_CONFLICT
 
     @property
@@ -43,10 +43,10 @@ class Decision:
         return "; ".join(parts)
 
 
-CREATE = Decision(Move.CREATE)
+CREATE: Decision[Any] = Decision(Move.CREATE)
 
 
-def supersede_allowed(finding: Finding, older: Memory, cfg: LifecycleConfig) -> bool:
+def supersede_allowed(finding: Finding, older: Fact, cfg: LifecycleConfig) -> bool:
     """A clear conflict retires the older memory only when the match is strong enough for it:
     a pinned or important memory (importance >= ``protect_importance``) needs a strong match
     (same subject, named attribute, every claim replaced); any other a plain one. Below that
@@ -61,11 +61,11 @@ def supersede_allowed(finding: Finding, older: Memory, cfg: LifecycleConfig) -> 
 
 def decide(
     new_text: str,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Candidate[F]],
     cfg: LifecycleConfig,
     *,
     contradictions: bool = True,
-) -> Decision:
+) -> Decision[F]:
     """Rules, in order, over candidates ranked by similarity:
 
     1. a duplicate (Jaccard or cosine at the dedup threshold) that the new text does not
@@ -84,25 +84,35 @@ def decide(
     A clear contradiction wins over a merge with the same memory: a changed value is never a
     duplicate, however many words the two share; nor is a fact about a different subject.
     With ``contradictions`` off (compaction), only rule 1 applies.
+
+    Each rule stops at its first match, so a pair is checked only when an earlier one did not
+    decide: rule 1 checks only duplicates (always within the band), rule 2 stops at the first
+    contradiction it may act on, and a check made by rule 1 is not made again.
     """
     ranked = sorted(candidates, key=lambda c: c.similarity, reverse=True)
-    findings = [
-        (c, f)
-        for c in ranked
-        for band in [c.in_band(cfg)]
-        if band or (c.jaccard > 0.0 and may_be_clear(c.memory.content, new_text))
-        for f in [check(c.memory.content, new_text)]
-        if band or f.verdict is Verdict.CLEAR
-    ]
-    for c, f in findings:
-        if c.is_duplicate(cfg) and f.verdict not in (Verdict.CLEAR, Verdict.DISTINCT):
-            return Decision(Move.MERGE, c, f)
+    made: dict[int, Finding] = {}
+
+    def finding(at: int) -> Finding:
+        found = made.get(at)
+        if found is None:
+            found = made[at] = check(ranked[at].memory.content, new_text)
+        return found
+
+    for at, c in enumerate(ranked):
+        if c.is_duplicate(cfg) and finding(at).verdict not in (Verdict.CLEAR, Verdict.DISTINCT):
+            return Decision(Move.MERGE, c, made[at])
     if not contradictions:
         return CREATE
-    for c, f in findings:
+    review: Decision[F] | None = None
+    for at, c in enumerate(ranked):
+        band = c.in_band(cfg)
+        if not band and not (c.jaccard > 0.0 and may_be_clear(c.memory.content, new_text)):
+            continue
+        f = finding(at)
         if f.verdict is Verdict.CLEAR and supersede_allowed(f, c.memory, cfg):
             return Decision(Move.SUPERSEDE, c, f)
-    for c, f in findings:
-        if f.verdict in (Verdict.CLEAR, Verdict.UNCLEAR):
-            return Decision(Move.REVIEW, c, f)
-    return CREATE
+        if review is None and (
+            f.verdict is Verdict.CLEAR or (band and f.verdict is Verdict.UNCLEAR)
+        ):
+            review = Decision(Move.REVIEW, c, f)
+    return CREATE if review is None else review

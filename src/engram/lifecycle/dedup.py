@@ -7,29 +7,51 @@ content-word sets (works with no embedder at all) and the cosine of their embedd
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from engram.lifecycle.config import LifecycleConfig
-from engram.models import Memory
-from engram.text import content_words
+from engram.text import distinct_content_words
+
+
+class Fact(Protocol):
+    """What the write-time rules read about an existing fact: a
+    :class:`~engram.models.Memory`, or the lighter
+    :class:`~engram.store.protocol.MemoryText` the candidate index holds."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def pinned(self) -> bool: ...
+
+
+F = TypeVar("F", bound=Fact, covariant=True)
 
 
 def word_set(text: str) -> frozenset[str]:
     """The content words of ``text`` (lowercased, stopwords removed, possessive 's dropped so
     "Alice's editor" and "the editor of Alice" share 'alice'), as a set."""
-    return frozenset(w.removesuffix("'s") for w in content_words(text))
+    found = distinct_content_words(text)
+    if any("'" in w for w in found):
+        return frozenset(w.removesuffix("'s") for w in found)
+    return frozenset(found)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(Generic[F]):
     """An existing active fact compared with a new text."""
 
-    memory: Memory
+    memory: F
     jaccard: float
     cosine: float | None = None
     """None when either side has no vector (keyword-only mode)."""

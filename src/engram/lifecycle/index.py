@@ -7,17 +7,21 @@ best ``limit`` are returned, each with its Jaccard index against the new text. A
 more than ``COMMON`` facts ("prefers", a project's name in a big environment) only adds to the
 score of facts a rarer term found, so a lookup costs about the postings of its rare terms.
 
+An entry is the fact's text, importance and pin (:class:`~engram.store.protocol.MemoryText`,
+read cheaply for a whole environment) or a whole :class:`~engram.models.Memory` the write path
+put there; a caller that acts on a candidate reads the whole memory itself.
+
 Pure data: :class:`engram.service.fact_index.FactIndexes` builds it from the store and keeps
 it in step with writes.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterable
+from operator import itemgetter
 
-from engram.lifecycle.dedup import Candidate, jaccard, word_set
+from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
 from engram.models import Layer, Memory, Status
 
 COMMON = 256
@@ -25,32 +29,40 @@ COMMON = 256
 
 
 class CandidateIndex:
-    def __init__(self, memories: Iterable[Memory] = ()) -> None:
-        self._facts: dict[str, tuple[Memory, frozenset[str]]] = {}
+    def __init__(self, facts: Iterable[Fact] = ()) -> None:
+        """``facts``: active facts (each entered as it is, unchecked)."""
+        self._facts: dict[str, tuple[Fact, frozenset[str]]] = {}
         self._by_word: dict[str, set[str]] = {}
         self._norm: dict[str, float] = {}
         """Per fact: the length norm a lookup subtracts from its first term's weight."""
-        for m in memories:
-            self.put(m)
+        for f in facts:
+            self._enter(f, word_set(f.content))
 
     def __len__(self) -> int:
         return len(self._facts)
 
-    def get(self, memory_id: str) -> Memory | None:
-        found = self._facts.get(memory_id)
-        return None if found is None else found[0]
+    def get(self, memory_id: str) -> tuple[Fact, frozenset[str]] | None:
+        """The fact and its word set."""
+        return self._facts.get(memory_id)
 
-    def put(self, memory: Memory) -> None:
+    def put(self, memory: Memory, words: frozenset[str] | None = None) -> None:
         """Index the memory's current state: an active fact is (re)indexed, anything else
-        leaves the index."""
+        leaves the index. ``words``: its :func:`word_set`, if the caller has it."""
         self.remove(memory.id)
         if memory.layer is not Layer.FACT or memory.status is not Status.ACTIVE:
             return
-        words = word_set(memory.content)
-        self._facts[memory.id] = (memory, words)
-        self._norm[memory.id] = 1e-6 * len(words)
+        self._enter(memory, word_set(memory.content) if words is None else words)
+
+    def _enter(self, fact: Fact, words: frozenset[str]) -> None:
+        self._facts[fact.id] = (fact, words)
+        self._norm[fact.id] = 1e-6 * len(words)
+        by_word = self._by_word
         for w in words:
-            self._by_word.setdefault(w, set()).add(memory.id)
+            ids = by_word.get(w)
+            if ids is None:
+                by_word[w] = {fact.id}
+            else:
+                ids.add(fact.id)
 
     def remove(self, memory_id: str) -> None:
         old = self._facts.pop(memory_id, None)
@@ -64,29 +76,28 @@ class CandidateIndex:
                 if not ids:
                     del self._by_word[w]
 
-    def lookup(self, terms: Iterable[str], words: frozenset[str], limit: int) -> list[Candidate]:
+    def lookup(
+        self, terms: Iterable[str], words: frozenset[str], limit: int
+    ) -> list[Candidate[Fact]]:
         """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
         by Jaccard against ``words`` (the new text's word set)."""
-        postings = sorted(
-            (ids for t in dict.fromkeys(terms) if (ids := self._by_word.get(t))), key=len
-        )
-        scores: dict[str, float] = {}
-        norm = self._norm
-        for ids in postings:
+        by_word, norm = self._by_word, self._norm
+        postings = sorted((ids for t in dict.fromkeys(terms) if (ids := by_word.get(t))), key=len)
+        if not postings:
+            return []
+        weight = 1.0 / math.log(2.0 + len(postings[0]))
+        # ties go to the shorter fact, as a keyword ranking's length norm would
+        scores = {i: weight - norm[i] for i in postings[0]}
+        for ids in postings[1:]:
             weight = 1.0 / math.log(2.0 + len(ids))
-            if len(ids) <= COMMON or not scores:
+            if len(ids) <= COMMON:
+                get = scores.get
                 for i in ids:
-                    if i in scores:
-                        scores[i] += weight
-                    else:  # ties go to the shorter fact, as a keyword ranking's length norm would
-                        scores[i] = weight - norm[i]
+                    score = get(i)
+                    scores[i] = weight - norm[i] if score is None else score + weight
             else:  # only re-score: each found fact holding the term gains its weight once
-                for i in ids if len(ids) < len(scores) else list(scores):
-                    if i in scores and i in ids:
-                        scores[i] += weight
-        best = heapq.nlargest(limit, scores, key=scores.__getitem__)
-        out = []
-        for i in best:
-            memory, fact_words = self._facts[i]
-            out.append(Candidate(memory, jaccard(words, fact_words)))
-        return out
+                for i in ids.intersection(scores):
+                    scores[i] += weight
+        best = sorted(scores.items(), key=itemgetter(1), reverse=True)[:limit]
+        facts = self._facts
+        return [Candidate(f, jaccard(words, w)) for f, w in (facts[i] for i, _ in best)]

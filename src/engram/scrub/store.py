@@ -43,6 +43,7 @@ from engram.store.protocol import (
     Erasure,
     Exporter,
     Hit,
+    MemoryText,
     PendingEmbedding,
     RankFields,
     Store,
@@ -229,6 +230,9 @@ class ScrubbingStore(_Audited):
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
     ) -> list[Memory]:
         return self.inner.list_memories(flt, limit=limit, offset=offset, order=order)
+
+    def memory_texts(self, flt: MemoryFilter) -> list[MemoryText]:
+        return self.inner.memory_texts(flt)
 
     def count(self, flt: MemoryFilter) -> int:
         return self.inner.count(flt)

@@ -13,7 +13,7 @@ from engram.embeddings.protocol import Embedder
 from engram.ids import new_id
 from engram.lifecycle.claims import lookup_terms
 from engram.lifecycle.config import LifecycleConfig
-from engram.lifecycle.dedup import Candidate, jaccard, word_set
+from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
 from engram.lifecycle.reviews import ReviewItem
 from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.service.audit import AuditLog
@@ -97,7 +97,7 @@ class LifecycleOps:
         *,
         exclude: frozenset[str] = frozenset(),
         keyword: bool = True,
-    ) -> list[Candidate]:
+    ) -> list[Candidate[Memory]]:
         """Active facts in the environment like ``text``: keyword hits (scored by Jaccard) and,
         with a vector, nearest neighbours (scored by cosine too). With ``keyword`` off, only
         the nearest neighbours."""
@@ -127,7 +127,7 @@ class LifecycleOps:
         )
         return {h.memory_id: h.score for h in near}
 
-    def queue(self, memory: Memory, other: Memory, reason: str, similarity: float) -> ReviewItem:
+    def queue(self, memory: Memory, other: Fact, reason: str, similarity: float) -> ReviewItem:
         item = ReviewItem(
             id=new_id("rev_"),
             environment_id=memory.environment_id,

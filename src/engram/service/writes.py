@@ -17,7 +17,7 @@ from engram.actors import Actor
 from engram.lifecycle import changes
 from engram.lifecycle.claims import lookup_terms
 from engram.lifecycle.decide import Decision, Move, decide
-from engram.lifecycle.dedup import Candidate, jaccard, word_set
+from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
 from engram.lifecycle.index import CandidateIndex
 from engram.lifecycle.report import WriteAction, WriteOutcome
 from engram.models import Action, Layer, Memory, NewMemory, Status
@@ -41,13 +41,15 @@ class _Batch:
     groups: list[list[Change]] = field(default_factory=list)
     embedded: list[tuple[Memory, int]] = field(default_factory=list)
     """New active memories and the row of their vector."""
-    reviews: list[tuple[int, Memory, Memory, Decision]] = field(default_factory=list)
+    reviews: list[tuple[int, Memory, Fact, Decision[Fact]]] = field(default_factory=list)
+    words: dict[str, frozenset[str]] = field(default_factory=dict)
+    """The word sets computed for the batch's texts, by text (the index reuses them)."""
 
     def add(self, group: list[Change]) -> None:
         self.groups.append(group)
         for c in group:
             self.latest[c.memory.id] = c.memory
-            self.pending.put(c.memory)
+            self.pending.put(c.memory, self.words.get(c.memory.content))
             if self.index is not None:
                 self.index.remove(c.memory.id)  # the batch's state wins until the commit
 
@@ -84,7 +86,7 @@ class WritePath:
                     continue
                 row = row_of[i]
                 vector = None if vectors is None else vectors[row]
-                decision = self._decide(batch, new.content, vector)
+                decision = self._decide(batch, _Text.of(new.content, batch), vector)
                 outcomes.append(self._apply(batch, i, memory, decision, row, actor, redactions))
             flat = [c for group in batch.groups for c in group]
             try:
@@ -92,7 +94,7 @@ class WritePath:
             except BaseException:
                 self._indexes.failed()
                 raise
-            self._indexes.committed(before, flat)
+            self._indexes.committed(before, flat, batch.words)
         self._ops.store_vectors(
             [m for m, _ in batch.embedded], _rows(vectors, [r for _, r in batch.embedded])
         )
@@ -103,64 +105,59 @@ class WritePath:
         return outcomes
 
     # -- one fact --------------------------------------------------------------------------
-    def _candidates(self, batch: _Batch, text: str, vector: Vector | None) -> list[Candidate]:
+    def _decide(self, batch: _Batch, text: _Text, vector: Vector | None) -> Decision[Fact]:
+        """Keyword evidence first (the index's lookup or the store's keyword search); the
+        nearest stored vectors only if it decides nothing, added to the same candidates."""
         cfg = self._ops.config
-        words = word_set(text)
-        terms = word_set(lookup_terms(text))
-        found: dict[str, Candidate] = {}
+        keyword: Sequence[Candidate[Fact]]
         if batch.index is not None:
-            for c in batch.index.lookup(terms, words, cfg.keyword_candidates):
-                found[c.memory.id] = c
-            if vector is not None:
-                near = self._ops.nearest(batch.env_id, vector)
-                for memory_id, cosine in near.items():
-                    memory = batch.index.get(memory_id) or batch.latest.get(memory_id)
-                    if memory is None:
-                        continue
-                    score = jaccard(words, word_set(memory.content))
-                    found[memory_id] = Candidate(memory, score, cosine)
+            keyword = batch.index.lookup(text.terms, text.words, cfg.keyword_candidates)
         else:
-            for c in self._ops.candidates(batch.env_id, text, vector):
-                found[c.memory.id] = c
-        # the batch's own changes win over what the store or the index holds
-        for memory_id in list(found):
-            if memory_id in batch.latest:
-                del found[memory_id]
-        for c in batch.pending.lookup(terms, words, cfg.keyword_candidates):
-            found[c.memory.id] = c
-        return list(found.values())
-
-    def _decide(self, batch: _Batch, text: str, vector: Vector | None) -> Decision:
-        cfg = self._ops.config
-        if batch.index is None:
-            # the store's keyword search first; nearest neighbours only if it decides nothing
-            keyword = self._candidates(batch, text, None)
-            decision = decide(text, keyword, cfg)
-            if vector is None or decision.move in (Move.MERGE, Move.SUPERSEDE):
-                return decision
-            near = self._ops.candidates(batch.env_id, text, vector, keyword=False)
-            merged = {c.memory.id: c for c in keyword} | {
-                c.memory.id: c for c in near if c.memory.id not in batch.latest
-            }
-            return decide(text, list(merged.values()), cfg)
-        decision = decide(text, self._candidates(batch, text, None), cfg)
+            keyword = self._ops.candidates(batch.env_id, text.text, None)
+        pending = batch.pending.lookup(text.terms, text.words, cfg.keyword_candidates)
+        decision = decide(text.text, _together(batch, keyword, [], pending), cfg)
         if vector is None or decision.move in (Move.MERGE, Move.SUPERSEDE):
             return decision
-        return decide(text, self._candidates(batch, text, vector), cfg)
+        near = self._nearest(batch, text, vector)
+        return decide(text.text, _together(batch, keyword, near, pending), cfg)
+
+    def _nearest(self, batch: _Batch, text: _Text, vector: Vector) -> Sequence[Candidate[Fact]]:
+        """The nearest stored facts, each with its cosine."""
+        if batch.index is None:
+            return self._ops.candidates(batch.env_id, text.text, vector, keyword=False)
+        out: list[Candidate[Fact]] = []
+        for memory_id, cosine in self._ops.nearest(batch.env_id, vector).items():
+            entry = batch.index.get(memory_id)
+            if entry is not None:
+                out.append(Candidate(entry[0], jaccard(text.words, entry[1]), cosine))
+        return out
+
+    def _whole(self, fact: Fact) -> Memory | None:
+        """The whole memory of a candidate the write acts on (the index holds only the text of
+        facts it did not see written); None if it is no longer the active fact it was."""
+        if isinstance(fact, Memory):
+            return fact
+        found = self._ops.store.get([fact.id])
+        if not found or found[0].status is not Status.ACTIVE or found[0].content != fact.content:
+            return None
+        return found[0]
 
     def _apply(
         self,
         batch: _Batch,
         at: int,
         memory: Memory,
-        decision: Decision,
+        decision: Decision[Fact],
         row: int,
         actor: Actor,
         redactions: dict[str, int],
     ) -> WriteOutcome:
         cfg, now = self._ops.config, self._ops.clock()
         created = changes.record(memory, Action.CREATE, actor, "")
-        target = decision.candidate.memory if decision.candidate is not None else None
+        fact = decision.candidate.memory if decision.candidate is not None else None
+        target = None
+        if fact is not None and decision.move in (Move.MERGE, Move.SUPERSEDE):
+            target = self._whole(fact)
         if decision.move is Move.MERGE and target is not None:
             group = [created, *changes.merge(memory, target, decision.reason, actor, now, cfg)]
             batch.add(group)
@@ -197,8 +194,8 @@ class WritePath:
             )
         batch.add([created])
         batch.embedded.append((memory, row))
-        if decision.move is Move.REVIEW and target is not None:
-            batch.reviews.append((at, memory, target, decision))
+        if decision.move is Move.REVIEW and fact is not None:
+            batch.reviews.append((at, memory, fact, decision))
             return WriteOutcome(
                 action=WriteAction.QUEUED,
                 memory=memory,
@@ -206,6 +203,38 @@ class WritePath:
                 redactions=redactions,
             )
         return WriteOutcome(action=WriteAction.CREATED, memory=memory, redactions=redactions)
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A new fact's text with what its lookups need, computed once per write."""
+
+    text: str
+    words: frozenset[str]
+    terms: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str, batch: _Batch) -> _Text:
+        words = batch.words.get(text)
+        if words is None:
+            words = batch.words[text] = word_set(text)
+        return cls(text, words, word_set(lookup_terms(text)))
+
+
+def _together(
+    batch: _Batch,
+    keyword: Sequence[Candidate[Fact]],
+    near: Sequence[Candidate[Fact]],
+    pending: Sequence[Candidate[Fact]],
+) -> list[Candidate[Fact]]:
+    """One candidate per fact: a nearest neighbour's (with its cosine) over a keyword hit;
+    then the batch's own facts over anything the store or the index holds of them."""
+    found = {c.memory.id: c for c in keyword}
+    found.update((c.memory.id, c) for c in near)
+    for memory_id in [i for i in found if i in batch.latest]:
+        del found[memory_id]
+    found.update((c.memory.id, c) for c in pending)
+    return list(found.values())
 
 
 def _checked(new: NewMemory) -> bool:

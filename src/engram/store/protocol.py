@@ -92,6 +92,17 @@ class RankFields:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryText:
+    """A memory's text and the two fields a write's lifecycle decision reads about it, read
+    cheaply for a whole environment (the lifecycle's candidate index is built from these)."""
+
+    id: str
+    content: str
+    importance: float
+    pinned: bool
+
+
+@dataclass(frozen=True, slots=True)
 class PendingEmbedding:
     """A memory whose vector is missing or stale for the current model."""
 
@@ -231,8 +242,9 @@ class Store(Protocol):
 
     def memory_stamp(self) -> int:
         """A counter that every committed :meth:`write` call moves by one, whichever process on
-        the store made it: two equal readings mean no memory was written in between (a cache
-        of memories uses it to see writes by other processes)."""
+        the store made it, and that a purge or erasure removing memories moves too: two equal
+        readings mean no memory was written or removed in between (a cache of memories uses it
+        to see writes by other processes)."""
         ...
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
@@ -246,6 +258,10 @@ class Store(Protocol):
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
     ) -> list[Memory]: ...
+
+    def memory_texts(self, flt: MemoryFilter) -> list[MemoryText]:
+        """Every memory matching ``flt``, oldest first, as its text, importance and pin only."""
+        ...
 
     def count(self, flt: MemoryFilter) -> int: ...
 

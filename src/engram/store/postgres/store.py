@@ -51,6 +51,7 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    MemoryText,
     PendingEmbedding,
     RankFields,
     Vector,
@@ -210,6 +211,16 @@ class PostgresStore:
                 (list(dict.fromkeys(memory_ids)),),
             ).fetchall()
         return [ROWS.rank_fields(r) for r in rows]
+
+    def memory_texts(self, flt: MemoryFilter) -> list[MemoryText]:
+        cond, params = where(flt)
+        with self.db.reader() as conn:
+            rows = conn.execute(
+                f"SELECT m.id, m.content, m.importance, m.pinned FROM memories m WHERE {cond} "
+                f"ORDER BY {ORDER_SQL['created_at']}, m.seq DESC",
+                params,
+            ).fetchall()
+        return [MemoryText(i, c, imp, bool(p)) for i, c, imp, p in rows]
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
@@ -482,4 +493,7 @@ def _purge_in(conn: Connection, ids: list[str]) -> int:
         return 0
     conn.execute("DELETE FROM memory_vectors WHERE memory_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM memory_versions WHERE memory_id = ANY(%s)", (ids,))
-    return int(conn.execute("DELETE FROM memories WHERE id = ANY(%s)", (ids,)).rowcount)
+    removed = int(conn.execute("DELETE FROM memories WHERE id = ANY(%s)", (ids,)).rowcount)
+    if removed:  # a purge is a write: an index kept in step with the stamp must forget them
+        conn.execute("UPDATE memory_stamp SET value = value + 1 WHERE id = 1")
+    return removed

@@ -27,6 +27,7 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    MemoryText,
     PendingEmbedding,
     RankFields,
     Vector,
@@ -244,11 +245,8 @@ class SQLiteStore:
             )
 
     def memory_stamp(self) -> int:
-        row = (
-            self.db.reader()
-            .execute("SELECT value FROM store_meta WHERE key = 'memory_stamp'")
-            .fetchone()
-        )
+        # read around every lifecycle write: the writer's page cache survives its commits
+        row = self.db.point_read("SELECT value FROM store_meta WHERE key = 'memory_stamp'", ())
         return int(row[0]) if row else 0
 
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
@@ -281,6 +279,15 @@ class SQLiteStore:
             )
             out.extend(ROWS.rank_fields(r) for r in rows)
         return out
+
+    def memory_texts(self, flt: MemoryFilter) -> list[MemoryText]:
+        cond, params = where(flt)
+        rows = self.db.reader().execute(
+            f"SELECT m.id, m.content, m.importance, m.pinned FROM memories m WHERE {cond} "
+            f"ORDER BY {ORDER_SQL['created_at']}, m.seq DESC",
+            params,
+        )
+        return [MemoryText(i, c, imp, bool(p)) for i, c, imp, p in rows]
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
@@ -392,6 +399,8 @@ class SQLiteStore:
             removed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
         if removed:
             conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+            # a purge is a write: an index kept in step with the stamp must forget them too
+            conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
             # FTS5 (before SQLite 3.42's secure-delete) keeps a deleted row's terms in its
             # segments until they merge: merging them all now leaves the purged words nowhere
             conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
