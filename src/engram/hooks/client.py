@@ -7,22 +7,25 @@ server is down, slow or saturated (429) the event goes to the owner-only spool a
 delivered with a later event. Session start waits for the server's context block and prints
 it in the agent's format. Any internal error prints the agent's valid empty output and is
 logged to ``<home>/hooks/hook.log``.
+
+It imports nearly nothing beyond what the interpreter loads to start: no ``json``, ``re``,
+``enum``, ``dataclasses``, ``pathlib``, ``socket`` or ``datetime`` (each costs milliseconds of
+CPU, and together several times the interpreter's own start), so a hook costs about what
+``python -c pass`` does. A regex is compiled only when a text holds what a pattern needs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 
-from engram.capture.adapters import kind_of, read_payload, render_output, to_event
-from engram.capture.events import Agent, EventKind
+from engram.capture import vocab as K
+from engram.capture.adapters import kind_of, read_payload, render_output, to_wire
+from engram.capture.jsonio import loads
 from engram.capture.privacy import scrub
 from engram.capture.repo import find_rules
-from engram.capture.which import which_environment
+from engram.capture.which import choose
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
 from engram.hooks.wire import ServerUnavailable, post_json
@@ -41,10 +44,9 @@ MAX_STDIN = 8 * 1024 * 1024
 def log(env: Mapping[str, str], message: str) -> None:
     """Append one scrubbed line to the hook log (never raises)."""
     try:
-        directory = private_dir(hooks_dir(env))
-        path = directory / "hook.log"
+        path = os.path.join(private_dir(hooks_dir(env)), "hook.log")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(f"{stamp} {scrub(message)[:2000]}\n")
     except Exception:
@@ -56,7 +58,8 @@ def _token(env: Mapping[str, str]) -> str:
     if token:
         return token
     try:
-        return (engram_home(env) / "token").read_text(encoding="utf-8").strip()
+        with open(os.path.join(engram_home(env), "token"), encoding="utf-8") as f:
+            return f.read().strip()
     except OSError:
         return ""
 
@@ -69,29 +72,36 @@ def _now(payload: Mapping[str, Any]) -> str:
     stamp = payload.get("timestamp")
     if isinstance(stamp, str) and stamp:
         return stamp
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_stamp(time.time())
 
 
-def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
+def utc_stamp(seconds: float) -> str:
+    """``seconds`` since the epoch as ISO 8601 in UTC, to the millisecond (``…T10:00:00.123Z``)."""
+    millis = int(seconds * 1000)
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000))
+    return f"{whole}.{millis % 1000:03d}Z"
+
+
+def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Capture one payload; return what the hook prints."""
     raw = read_payload(agent, payload)
     kind = kind_of(agent, raw.hook)
     empty = render_output(agent, raw.hook)
     mode = env.get("ENGRAM_CAPTURE", "on").strip().lower()
-    cwd = Path(raw.cwd or os.getcwd())
+    cwd = raw.cwd or os.getcwd()
     rules = find_rules(cwd)
     if not rules.captures(mode):
         return empty
-    project = which_environment(None, env, cwd, rules).ref  # the rule every edge follows
-    key = f"{agent.value}-{os.urandom(16).hex()}"
-    event = to_event(agent, raw, at=_now(payload), key=key, cwd=str(cwd), project=project)
-    if rules.ignores(event):
+    project = choose(None, env, cwd, rules)[0]  # the rule every edge follows
+    key = f"{agent}-{os.urandom(16).hex()}"
+    event = to_wire(agent, raw, at=_now(payload), key=key, cwd=cwd, project=project)
+    if rules.ignores(event["command"], event["files"]):
         return empty
-    spool = Spool(hooks_dir(env) / "spool")
+    spool = Spool(os.path.join(hooks_dir(env), "spool"))
     spooled = spool.take()
-    events = [event.to_dict(), *(e for _, e in spooled)]
-    starting = kind is EventKind.SESSION_START
-    recalling = kind is EventKind.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on")
+    events = [event, *(e for _, e in spooled)]
+    starting = kind == K.SESSION_START
+    recalling = kind == K.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on")
     try:
         if starting:
             body: dict[str, Any] = {"events": events}
@@ -105,8 +115,8 @@ def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> 
             answer = post(env, "/api/v1/capture/events", {"events": events}, timeout)
     except ServerUnavailable as exc:
         if not spool.put(events[0]):
-            log(env, f"spool full: dropped a {kind.value} event of {agent.value}")
-        log(env, f"{agent.value} {raw.hook}: spooled ({exc})")
+            log(env, f"spool full: dropped a {kind} event of {agent}")
+        log(env, f"{agent} {raw.hook}: spooled ({exc})")
         return empty
     spool.delivered([path for path, _ in spooled])
     context = answer.get("context")
@@ -115,7 +125,7 @@ def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> 
 
 def flush(env: Mapping[str, str]) -> tuple[int, int]:
     """Deliver the spool in batches; returns (delivered, left)."""
-    spool = Spool(hooks_dir(env) / "spool")
+    spool = Spool(os.path.join(hooks_dir(env), "spool"))
     sent = 0
     while True:
         batch = spool.take()
@@ -134,14 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     env = os.environ
     started = time.perf_counter()
-    agent: Agent | None = None
+    agent: str | None = None
     hook = ""
     try:
-        agent = Agent(args[0]) if args else None
+        agent = args[0] if args and args[0] in K.AGENTS else None
         if agent is None:
-            raise ValueError(f"usage: engram-hook <{'|'.join(a.value for a in Agent)}>")
+            raise ValueError(f"usage: engram-hook <{'|'.join(K.AGENTS)}>")
         data = sys.stdin.buffer.read(MAX_STDIN)
-        payload = json.loads(data or b"{}")
+        payload = loads(data or b"{}")
         if not isinstance(payload, dict):
             raise ValueError("the hook payload is not a JSON object")
         hook = str(payload.get("hook_event_name") or "")
