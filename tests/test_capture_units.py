@@ -323,6 +323,14 @@ def test_the_hook_json_is_the_json_package() -> None:
             json.loads(bad)
         with pytest.raises(ValueError, match=str(theirs.value).split(":")[0]):
             jsonio.loads(bad)
+    # in a process that has not loaded json (the hook), the first error is json's too
+    code = (
+        "from engram.capture.jsonio import loads\n"
+        "try:\n    loads(b'{')\nexcept ValueError as e:\n    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "JSONDecodeError Expecting property name enclosed in double " \
+        "quotes: line 1 column 2 (char 1)"
 
 
 def test_the_vocabulary_strings_are_the_enums() -> None:

@@ -55,7 +55,9 @@ def loads(data: bytes | str) -> Any:
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
         value, end = _scan(text, start)
-    except StopIteration:
+    except (StopIteration, SystemError):
+        # SystemError: the scanner raises json.decoder.JSONDecodeError only once json.decoder
+        # is loaded (it looks in sys.modules), so the first error comes from json itself
         return _error(text)
     if text[end:].strip(_WHITESPACE):
         return _error(text)
