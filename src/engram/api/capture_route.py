@@ -37,7 +37,6 @@ from engram.service.capture import IngestResult
 
 EVENTS_PATH = "/api/v1/capture/events"
 _PROJECT = TypeAdapter(Annotated[str, StringConstraints(max_length=64, pattern=PROJECT_PATTERN)])
-_AUTHORIZATION = b"authorization"
 _PROJECT_KEY = PROJECT_HEADER.lower().encode("latin-1")
 
 
@@ -58,23 +57,14 @@ class CaptureEventsRoute(BaseRoute):
         raise NoMatchFound(name, path_params)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await _read_body(receive)
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            raise HTTPException(400) from None  # the one "could not be read as JSON" answer
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:  # the first of each, as Starlette's headers.get
             headers.setdefault(name, value)
-        authorization = headers.get(_AUTHORIZATION)
+        data = _body(await _read_body(receive), headers.get(b"content-type"))
+        authorization = headers.get(b"authorization")
         token = None if authorization is None else bearer_token(authorization.decode("latin-1"))
         raw_project = headers.get(_PROJECT_KEY)
         project = None if raw_project is None else raw_project.decode("latin-1")
-        if project is not None:
-            try:
-                _PROJECT.validate_python(project)
-            except ValidationError as exc:
-                raise _located(exc, "header", PROJECT_HEADER) from None
         future = await run_in_threadpool(self._submit, token, project, data)
         result = await asyncio.wrap_future(future)
         answer = json.dumps({"stored": result.stored, "duplicates": result.duplicates}).encode()
@@ -91,20 +81,53 @@ class CaptureEventsRoute(BaseRoute):
         await send({"type": "http.response.body", "body": answer})
 
     def _submit(self, token: str | None, project: str | None, data: Any) -> Future[IngestResult]:
-        actor = authenticate(self.engram, self.settings, token, project)
-        try:
-            events = EventsIn.model_validate(data).events
-        except ValidationError as exc:
-            raise _located(exc, "body") from None
+        """As FastAPI solves the route: the project header, then the caller (not when the
+        header is invalid), then the body; every validation error reported at once."""
+        errors: list[dict[str, Any]] = []
+        if project is not None:
+            try:
+                _PROJECT.validate_python(project)
+            except ValidationError as exc:
+                errors += _located(exc, "header", PROJECT_HEADER)
+        actor = None if errors else authenticate(self.engram, self.settings, token, project)
+        events: list[dict[str, Any]] = []
+        if data is _MISSING:
+            errors.append({"type": "missing", "loc": ("body",), "msg": "Field required"})
+        else:
+            try:
+                events = EventsIn.model_validate(data, from_attributes=True).events
+            except ValidationError as exc:
+                errors += _located(exc, "body")
+        if errors or actor is None:
+            raise RequestValidationError(errors)
         return self.engram.capture.submit(events, actor)
 
 
-def _located(exc: ValidationError, *where: str) -> RequestValidationError:
-    """A pydantic error as FastAPI reports it for a request: its ``loc`` under ``where``."""
-    errors = []
-    for error in exc.errors(include_url=False):
-        errors.append({**error, "loc": (*where, *error.get("loc", ()))})
-    return RequestValidationError(errors)
+_MISSING: Any = object()
+
+
+def _body(raw: bytes, content_type: bytes | None) -> Any:
+    """The request body as FastAPI reads it for a JSON body parameter: decoded when the
+    content type is JSON, the bytes as they are otherwise, missing when empty."""
+    if not raw:
+        return _MISSING
+    kind = (content_type or b"").split(b";", 1)[0].strip().lower()
+    major, _, minor = kind.partition(b"/")
+    if major != b"application" or not (minor == b"json" or minor.endswith(b"+json")):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error",
+                 "input": {}, "ctx": {"error": exc.msg}}  # fmt: skip
+        raise RequestValidationError([error], body=exc.doc) from exc
+    except (ValueError, RecursionError):
+        raise HTTPException(400) from None  # the one "could not be read as JSON" answer
+
+
+def _located(exc: ValidationError, *where: str) -> list[dict[str, Any]]:
+    """Pydantic's errors as FastAPI reports them for a request: their ``loc`` under ``where``."""
+    return [{**e, "loc": (*where, *e.get("loc", ()))} for e in exc.errors(include_url=False)]
 
 
 async def _read_body(receive: Receive) -> bytes:
