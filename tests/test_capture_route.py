@@ -25,9 +25,15 @@ PATH = "/api/v1/capture/events"
 
 
 def _event(key: str, **over: Any) -> dict[str, Any]:
-    base = {"agent": "claude", "kind": "prompt", "session_id": "s-1", "cwd": "/r/webapp",
-            "project": "webapp", "at": "2026-12-01T10:00:00Z", "key": key, "text": "hello"}  # fmt: skip
-    return {**base, **over}
+    base = {"agent": "claude", "kind": "prompt", "session_id": "s-1", "cwd": "/r/webapp"}
+    return {
+        **base,
+        "project": "webapp",
+        "at": "2026-12-01T10:00:00Z",
+        "key": key,
+        "text": "hi",
+        **over,
+    }
 
 
 @pytest.fixture
@@ -80,7 +86,7 @@ def test_bad_requests_are_answered_as_the_fastapi_route_answers_them(
             "too many",
             json.dumps({"events": [_event(f"k-{i:08}") for i in range(501)]}).encode(),
             owner,
-        ),  # fmt: skip
+        ),
         ("an unknown field", b'{"events": [{}], "x": 1}', owner),
         ("an invalid event", json.dumps({"events": [_event("bad key!")]}).encode(), owner),
         ("a bad project header", good, {**owner, "X-Engram-Project": "Not A Name"}),

@@ -329,8 +329,10 @@ def test_the_hook_json_is_the_json_package() -> None:
         "try:\n    loads(b'{')\nexcept ValueError as e:\n    print(type(e).__name__, e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "JSONDecodeError Expecting property name enclosed in double " \
+    assert (
+        out.stdout.strip() == "JSONDecodeError Expecting property name enclosed in double "
         "quotes: line 1 column 2 (char 1)"
+    )
 
 
 def test_the_vocabulary_strings_are_the_enums() -> None:
