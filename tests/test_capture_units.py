@@ -287,6 +287,24 @@ def test_a_hook_run_as_installed_loads_nothing_it_does_not_need(tmp_path: Path) 
     assert event["kind"] == "tool_result" and event["command"] == "pytest -q"
 
 
+def test_a_hook_whose_server_is_down_does_not_read_its_spool(tmp_path: Path) -> None:
+    """The spool is read once the connection is open: with the server down a hook only adds
+    its event (an unreadable spooled file, set aside as .bad when read, stays untouched)."""
+    from engram.hooks.install import LAUNCHER
+
+    spool = tmp_path / "home" / "hooks" / "spool"
+    spool.mkdir(parents=True)
+    (spool / "claude-unreadable-0000.json").write_text("{not json")
+    env = {"ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_URL": f"http://127.0.0.1:{_free_port()}"}
+    payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+               "prompt": "hello"}  # fmt: skip
+    subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), "claude"], env=env, check=True,
+                   input=json.dumps(payload), capture_output=True, text=True)  # fmt: skip
+    names = sorted(p.name for p in spool.iterdir())
+    assert "claude-unreadable-0000.json" in names and len(names) == 2
+    assert not any(n.endswith(".bad") for n in names)
+
+
 def _free_port() -> int:
     import socket
 
@@ -352,7 +370,7 @@ def test_a_hook_posting_to_a_local_address_loads_no_idna_codec_and_compiles_few_
         "from engram.scrub.patterns import BUILTIN\n"
         "clean('ordinary words about tests and files', 1000)\n"
         "try:\n"
-        "    post_json(f'http://127.0.0.1:{port}', '/x', {}, 't', 1.0)\n"
+        "    post_json(f'http://127.0.0.1:{port}', '/x', lambda: {}, 't', 1.0)\n"
         "except ServerUnavailable:\n"
         "    pass\n"
         "print(sorted(m for m in ('encodings.idna', 'unicodedata', 'stringprep') "

@@ -32,7 +32,7 @@ from engram.hooks.wire import ServerUnavailable, post_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -64,7 +64,9 @@ def _token(env: Mapping[str, str]) -> str:
         return ""
 
 
-def post(env: Mapping[str, str], path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+def post(
+    env: Mapping[str, str], path: str, body: Callable[[], dict[str, Any]], timeout: float
+) -> dict[str, Any]:
     return post_json(env.get("ENGRAM_URL") or DEFAULT_URL, path, body, _token(env), timeout)
 
 
@@ -98,27 +100,30 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     if rules.ignores(event["command"], event["files"]):
         return empty
     spool = Spool(os.path.join(hooks_dir(env), "spool"))
-    spooled = spool.take()
-    events = [event, *(e for _, e in spooled)]
-    starting = kind == K.SESSION_START
-    recalling = kind == K.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on")
+    spooled: list[tuple[str, dict[str, Any]]] = []
+    extra: dict[str, Any] = {}
+    if kind == K.SESSION_START:
+        path, timeout = "/api/v1/capture/session-start", START_TIMEOUT_S
+        if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
+            extra["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
+    elif kind == K.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on"):
+        path, timeout = "/api/v1/capture/prompt", START_TIMEOUT_S
+    else:
+        path = "/api/v1/capture/events"
+        timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
+
+    def body() -> dict[str, Any]:  # once connected: with what the spool holds
+        spooled.extend(spool.take())
+        return {"events": [event, *(e for _, e in spooled)], **extra}
+
     try:
-        if starting:
-            body: dict[str, Any] = {"events": events}
-            if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
-                body["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
-            answer = post(env, "/api/v1/capture/session-start", body, START_TIMEOUT_S)
-        elif recalling:
-            answer = post(env, "/api/v1/capture/prompt", {"events": events}, START_TIMEOUT_S)
-        else:
-            timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
-            answer = post(env, "/api/v1/capture/events", {"events": events}, timeout)
+        answer = post(env, path, body, timeout)
     except ServerUnavailable as exc:
-        if not spool.put(events[0]):
+        if not spool.put(event):
             log(env, f"spool full: dropped a {kind} event of {agent}")
         log(env, f"{agent} {raw.hook}: spooled ({exc})")
         return empty
-    spool.delivered([path for path, _ in spooled])
+    spool.delivered([p for p, _ in spooled])
     context = answer.get("context")
     return render_output(agent, raw.hook, context if isinstance(context, str) else "")
 
@@ -132,12 +137,16 @@ def flush(env: Mapping[str, str]) -> tuple[int, int]:
         if not batch:
             return sent, 0
         try:
-            post(env, "/api/v1/capture/events", {"events": [e for _, e in batch]}, 10.0)
+            post(env, "/api/v1/capture/events", _events_of(batch), 10.0)
         except ServerUnavailable as exc:
             log(env, f"flush: {exc}")
             return sent, spool.count()
         spool.delivered([p for p, _ in batch])
         sent += len(batch)
+
+
+def _events_of(batch: list[tuple[str, dict[str, Any]]]) -> Callable[[], dict[str, Any]]:
+    return lambda: {"events": [e for _, e in batch]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from engram.capture.jsonio import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -18,9 +19,12 @@ class ServerUnavailable(Exception):
     """The server did not take the request (down, timed out, 429, 5xx, bad answer)."""
 
 
-def post_json(url: str, path: str, body: object, token: str, timeout: float) -> dict[str, Any]:
-    """POST ``body`` as JSON; the decoded 2xx answer, else :class:`ServerUnavailable`."""
-    payload = dumps(body).encode("utf-8")
+def post_json(
+    url: str, path: str, body: Callable[[], object], token: str, timeout: float
+) -> dict[str, Any]:
+    """POST ``body()`` as JSON; the decoded 2xx answer, else :class:`ServerUnavailable`.
+    Over plain HTTP the body is built once the connection is open: a hook whose server is
+    down does not read its spool only to spool again."""
     headers = {"Content-Type": "application/json", "Connection": "close"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -28,9 +32,9 @@ def post_json(url: str, path: str, body: object, token: str, timeout: float) -> 
         scheme, host, port, base = split_url(url)
         target = base + path
         if scheme == "https":
-            status, data = _https(host, port, target, payload, headers, timeout)
+            status, data = _https(host, port, target, _encode(body), headers, timeout)
         else:
-            status, data = _http(host or "127.0.0.1", port or 80, target, payload, headers, timeout)
+            status, data = _http(host or "127.0.0.1", port or 80, target, body, headers, timeout)
     except (OSError, ValueError) as exc:
         raise ServerUnavailable(f"{type(exc).__name__}: {exc}") from exc
     if not 200 <= status < 300:
@@ -86,15 +90,24 @@ def _connect(host: str, port: int, timeout: float) -> _socket.socket:
     raise error or OSError(f"no address for {host}")
 
 
+def _encode(body: Callable[[], object]) -> bytes:
+    return dumps(body()).encode("utf-8")
+
+
 def _http(
-    host: str, port: int, target: str, payload: bytes, headers: dict[str, str], timeout: float
+    host: str,
+    port: int,
+    target: str,
+    body: Callable[[], object],
+    headers: dict[str, str],
+    timeout: float,
 ) -> tuple[int, bytes]:
-    head = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(payload)}"]
-    head += [f"{k}: {v}" for k, v in headers.items()]
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload
     sock = _connect(host, port, timeout)
     try:
-        sock.sendall(request)
+        payload = _encode(body)
+        head = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}"]
+        head += [f"Content-Length: {len(payload)}", *(f"{k}: {v}" for k, v in headers.items())]
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
         chunks: list[bytes] = []
         while True:
             chunk = sock.recv(65536)
