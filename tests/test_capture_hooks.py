@@ -338,9 +338,12 @@ def test_hooks_install_merges_backs_up_and_uninstalls(tmp_path: Path) -> None:
     assert data["model"] == "x"
     assert data["hooks"]["Stop"][0]["hooks"] == [other]  # the other tool's hook is kept
     ours = data["hooks"]["Stop"][1]["hooks"][0]
+    # this Python, isolated and without site-packages, on the launcher
     assert (
-        "engram-hook claude" in ours["command"] and f"ENGRAM_HOME={engram_home}" in ours["command"]
+        f"{sys.executable} -I -S " in ours["command"]
+        and f"ENGRAM_HOME={engram_home}" in ours["command"]
     )
+    assert ours["command"].endswith("engram-hook.py claude")
     assert set(data["hooks"]) >= {"SessionStart", "UserPromptSubmit", "PostToolUse", "SessionEnd"}
     backups = list(settings.parent.glob("settings.json.engram-backup-*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text())["hooks"]["Stop"] == [

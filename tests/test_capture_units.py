@@ -179,10 +179,10 @@ def test_repository_rules(tmp_path: Path) -> None:
     )
     rules = find_rules(repo / "sub")
     assert rules.captures("opt-in") and not rules.captures("off")
-    base = _event(Agent.CLAUDE, CLAUDE[1])
-    assert rules.ignores(Event(**{**base.__dict__, "files": (str(repo / "k/id.pem"),)}))
-    assert rules.ignores(Event(**{**base.__dict__, "files": (str(repo / "secrets/a/b"),)}))
-    assert not rules.ignores(Event(**{**base.__dict__, "files": (str(repo / "src/a.py"),)}))
+    assert rules.ignores("", [str(repo / "k/id.pem")])
+    assert rules.ignores("", [str(repo / "secrets/a/b")])
+    assert not rules.ignores("", [str(repo / "src/a.py")])
+    assert not rules.ignores("ls", [str(tmp_path / "elsewhere/secrets/x")])
     (repo / ".engram.toml").write_text("[capture]\nenabled = 'yes'\n")
     with pytest.raises(RepoRulesError, match=r"\.engram\.toml: capture\.enabled must be"):
         load_rules(repo / ".engram.toml")
@@ -248,6 +248,117 @@ def test_the_hook_client_does_not_load_the_service_stack() -> None:
     assert out.stdout.strip() == "[]"
 
 
+HOOK_NEVER_LOADS = {
+    "json", "re", "enum", "dataclasses", "pathlib", "socket", "selectors", "datetime",
+    "urllib", "inspect", "functools", "collections", "contextlib", "importlib", "warnings",
+    "typing", "fnmatch", "tomllib", "site",
+}  # fmt: skip
+"""What a hook run loads without need: each costs milliseconds of CPU at every start (together
+several times the interpreter's own start)."""
+
+
+def test_a_hook_run_as_installed_loads_nothing_it_does_not_need(tmp_path: Path) -> None:
+    """The whole hook, as the installed command runs it (python -I -S on the launcher), on a
+    tool result whose text holds no secret's literal, server down (it spools): no module of
+    HOOK_NEVER_LOADS is imported, and the event is spooled as before."""
+    from engram.hooks.install import LAUNCHER, hook_executable
+
+    assert hook_executable() == f"{sys.executable} -I -S {LAUNCHER}"
+    payload = {"session_id": "9447", "cwd": str(tmp_path), "hook_event_name": "PostToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "pytest -q"},
+               "tool_response": {"stdout": "12 passed", "exit_code": 0}}  # fmt: skip
+    env = {"ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_URL": f"http://127.0.0.1:{_free_port()}"}
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", str(LAUNCHER), "claude"],
+        input=json.dumps(payload), capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    assert out.stdout.strip() == "{}"
+    # -X importtime: one line per module imported, "import time: self | cumulative | name"
+    loaded = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:") and "cumulative" not in line
+    }
+    assert "engram" in loaded
+    assert loaded & HOOK_NEVER_LOADS == set()
+    spooled = list((tmp_path / "home" / "hooks" / "spool").glob("*.json"))
+    assert len(spooled) == 1
+    event = json.loads(spooled[0].read_text())
+    assert event["kind"] == "tool_result" and event["command"] == "pytest -q"
+
+
+def test_a_hook_whose_server_is_down_does_not_read_its_spool(tmp_path: Path) -> None:
+    """The spool is read once the connection is open: with the server down a hook only adds
+    its event (an unreadable spooled file, set aside as .bad when read, stays untouched)."""
+    from engram.hooks.install import LAUNCHER
+
+    spool = tmp_path / "home" / "hooks" / "spool"
+    spool.mkdir(parents=True)
+    (spool / "claude-unreadable-0000.json").write_text("{not json")
+    env = {"ENGRAM_HOME": str(tmp_path / "home"), "ENGRAM_URL": f"http://127.0.0.1:{_free_port()}"}
+    payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+               "prompt": "hello"}  # fmt: skip
+    subprocess.run([sys.executable, "-I", "-S", str(LAUNCHER), "claude"], env=env, check=True,
+                   input=json.dumps(payload), capture_output=True, text=True)  # fmt: skip
+    names = sorted(p.name for p in spool.iterdir())
+    assert "claude-unreadable-0000.json" in names and len(names) == 2
+    assert not any(n.endswith(".bad") for n in names)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_the_hook_json_is_the_json_package() -> None:
+    """engram.capture.jsonio (over _json, without importing json) reads and writes what the
+    json package does, errors included."""
+    from engram.capture import jsonio
+
+    values: list[Any] = [
+        {"a": [1, 2.5, None, True, False, "é\u2028\"\\x\x00"], "b": {"z": 1, "a": -0.0}},
+        "text", 1, 1.5, None, [], {}, {"emoji": "\U0001f600"}, [1e300, 10**30, float("inf")],
+        *CLAUDE, *CURSOR,
+    ]  # fmt: skip
+    for value in values:
+        for ascii_only in (True, False):
+            for sort_keys in (True, False):
+                assert jsonio.dumps(value, ascii=ascii_only, sort_keys=sort_keys) == json.dumps(
+                    value, ensure_ascii=ascii_only, sort_keys=sort_keys
+                )
+        text = json.dumps(value)
+        assert repr(jsonio.loads(text)) == repr(json.loads(text))
+        assert repr(jsonio.loads(b"\xef\xbb\xbf " + text.encode() + b"\n")) == repr(value)
+    assert jsonio.dumps({"o": object()}, default=lambda o: "x") == '{"o": "x"}'
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        jsonio.dumps(object())
+    for bad in ("", "{", "{} x", "nul", "[1,]", '{"a" 1}'):
+        with pytest.raises(json.JSONDecodeError) as theirs:
+            json.loads(bad)
+        with pytest.raises(ValueError, match=str(theirs.value).split(":")[0]):
+            jsonio.loads(bad)
+    # in a process that has not loaded json (the hook), the first error is json's too
+    code = (
+        "from engram.capture.jsonio import loads\n"
+        "try:\n    loads(b'{')\nexcept ValueError as e:\n    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (
+        out.stdout.strip() == "JSONDecodeError Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1)"
+    )
+
+
+def test_the_vocabulary_strings_are_the_enums() -> None:
+    from engram.capture import vocab
+
+    assert tuple(Agent) == vocab.AGENTS and tuple(EventKind) == vocab.KINDS
+
+
 def test_a_hook_posting_to_a_local_address_loads_no_idna_codec_and_compiles_few_patterns() -> None:
     """Start-up cost of one hook run: no IDNA codec (unicodedata) for an ASCII host, and only
     the scrub patterns whose literals the text holds are compiled."""
@@ -259,7 +370,7 @@ def test_a_hook_posting_to_a_local_address_loads_no_idna_codec_and_compiles_few_
         "from engram.scrub.patterns import BUILTIN\n"
         "clean('ordinary words about tests and files', 1000)\n"
         "try:\n"
-        "    post_json(f'http://127.0.0.1:{port}', '/x', {}, 't', 1.0)\n"
+        "    post_json(f'http://127.0.0.1:{port}', '/x', lambda: {}, 't', 1.0)\n"
         "except ServerUnavailable:\n"
         "    pass\n"
         "print(sorted(m for m in ('encodings.idna', 'unicodedata', 'stringprep') "

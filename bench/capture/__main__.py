@@ -4,11 +4,16 @@
 
 Reported (targets in brackets):
 
-- hook latency of ``engram-hook`` as a whole process, p50/p95, with the server up and with it
-  down (spooling) [p95 <= 150 ms], for a tool result and for a session start (which waits for
-  the context block); cross-checked with ``farm-bench`` when it is installed;
+- hook latency as a whole process, p50/p95 wall and median CPU, with the server up and with
+  it down (spooling) [p95 <= 150 ms], for a tool result and for a session start (which waits
+  for the context block): the hook as ``engram hooks install`` wires it (this Python with
+  ``-I -S`` on the launcher) and the ``engram-hook`` script, in turn with the bare interpreter
+  (``python -c pass``, ``python -I -S -c pass``) in the same run, so the figures read against a
+  baseline whatever the machine's load (CPU from ``getrusage`` of each finished child);
 - sustained events/s the server stores from concurrent sessions posting one event per
-  request, and with 10 events per request (a hook delivering its spool) [>= 1,000/s];
+  request, and with 10 events per request (a hook delivering its spool) [>= 1,000/s], beside
+  a bare Starlette app doing one SQLite insert per request (``bench.capture.bare``) in the
+  same run;
 - scrubbing cost per KB (the hook's ``clean``: scrub + bound);
 - disk per 10,000 observations (SQLite file and WAL, realistic sizes);
 - server RSS after the load;
@@ -22,10 +27,13 @@ import argparse
 import http.client
 import json
 import os
+import resource
+import shlex
 import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +63,18 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def _wait_for(proc: subprocess.Popen[bytes], port: int) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start") from None
+            time.sleep(0.1)
+
+
 @contextmanager
 def server(home: Path, port: int, embedder: str) -> Iterator[subprocess.Popen[bytes]]:
     env = {**os.environ, "ENGRAM_EMBEDDER": embedder}
@@ -73,15 +93,7 @@ def server(home: Path, port: int, embedder: str) -> Iterator[subprocess.Popen[by
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start") from None
-            time.sleep(0.1)
+    _wait_for(proc, port)
     try:
         yield proc
     finally:
@@ -106,31 +118,70 @@ def _payload(repo: Path, event: str, session: str) -> dict[str, Any]:
     }
 
 
-def hook_latency(env: dict[str, str], repo: Path, event: str, runs: int) -> dict[str, float]:
-    payload = json.dumps(_payload(repo, event, f"lat-{uuid.uuid4().hex[:8]}"))
-    times = []
+def _run_once(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+    """One whole process: (wall ms, CPU ms: user + system, from getrusage of the child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, input=stdin, env=env, capture_output=True)
+    wall = (time.perf_counter() - t0) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
+
+
+def hook_latency(
+    commands: dict[str, list[str]], env: dict[str, str], payload: bytes, runs: int
+) -> dict[str, dict[str, float]]:
+    """Each command ``runs`` times, in turn (A B C A B C …, so that a change of the machine's
+    load touches all alike): p50/p95 wall and the median CPU, in ms."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run([str(HOOK), "claude"], input=payload.encode(), env=env, capture_output=True)
-        times.append((time.perf_counter() - t0) * 1000)
-    return {"p50_ms": round(_pct(times, 0.5), 1), "p95_ms": round(_pct(times, 0.95), 1)}
+        for name, argv in commands.items():
+            wall, cpu = _run_once(argv, payload, env)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {
+        name: {
+            "p50_ms": round(_pct(walls[name], 0.5), 1),
+            "p95_ms": round(_pct(walls[name], 0.95), 1),
+            "cpu_ms": round(statistics.median(cpus[name]), 1),
+        }
+        for name in commands
+    }
 
 
-def farm_bench(env: dict[str, str], repo: Path, tmp: Path) -> str:
-    if shutil.which("farm-bench") is None:
-        return "farm-bench not installed"
-    payload = tmp / "payload.json"
-    payload.write_text(json.dumps(_payload(repo, "PostToolUse", "farm")))
-    cmd = f"exec {HOOK} claude < {payload} > /dev/null"
-    out = subprocess.run(
-        ["farm-bench", "-n", "20", "--", "sh", "-c", cmd],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    lines = [ln for ln in out.stdout.splitlines() if "wall" in ln.lower()]
-    return lines[0].strip() if lines else out.stdout.strip()[-300:]
+def hook_commands(with_script: bool) -> dict[str, list[str]]:
+    from engram.hooks.install import hook_executable
+
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -I -S -c pass": [sys.executable, "-I", "-S", "-c", "pass"],
+        "hook (as installed)": [*shlex.split(hook_executable()), "claude"],
+    }
+    if with_script:
+        commands["engram-hook script"] = [str(HOOK), "claude"]
+    return commands
+
+
+@contextmanager
+def bare_server(tmp: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.capture.bare", "--port", str(port), "--db",
+         str(tmp / "bare.db")],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_for(proc, port)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def _event(i: int, session: str, repo: Path) -> dict[str, Any]:
@@ -253,23 +304,34 @@ def kill_test(
         stop.set()
         for w in workers:
             w.join()
+        flushed = []
         for n in range(4):
-            subprocess.run(
+            out = subprocess.run(
                 [str(ENGRAM), "--home", str(home.parent / f"client-{n}"), "hooks", "flush"],
                 env={**env, "ENGRAM_URL": f"http://127.0.0.1:{port}"},
                 capture_output=True,
+                text=True,
             )
+            flushed.append((out.stdout + out.stderr).strip()[-200:])
     with sqlite3.connect(home / "engram.db") as conn:
         rows = conn.execute(
             "SELECT text FROM capture_observations WHERE text LIKE 'kill-test %'"
         ).fetchall()
     texts = [r[0] for r in rows]
-    return {
+    lost = sorted(set(sent) - set(texts))
+    result: dict[str, Any] = {
         "sent": len(sent),
         "stored": len(set(texts)),
-        "lost": len(set(sent) - set(texts)),
+        "lost": len(lost),
         "duplicated": len(texts) - len(set(texts)),
     }
+    if lost:  # what the hooks and the flushes said, to see why
+        logs = [home.parent / f"client-{n}" / "hooks" / "hook.log" for n in range(4)]
+        said = [ln for p in logs if p.exists() for ln in p.read_text().splitlines()]
+        result["lost_examples"] = lost[:5]
+        result["hook_log_not_spooling"] = [ln for ln in said if "spooled" not in ln][:10]
+        result["flush"] = flushed
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,8 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedder", default="none", help="ENGRAM_EMBEDDER of the server")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
-    runs = 15 if args.quick else 60
+    runs = 15 if args.quick else 40
     results: dict[str, Any] = {"cores": os.cpu_count(), "embedder": args.embedder}
+    results["load_average_at_start"] = [round(x, 1) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="engram-bench-capture-") as tmpdir:
         tmp = Path(tmpdir)
         home = tmp / "server"
@@ -289,12 +352,15 @@ def main(argv: list[str] | None = None) -> int:
         url = f"http://127.0.0.1:{port}"
         hook_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp),
                     "ENGRAM_HOME": str(home), "ENGRAM_URL": url}  # fmt: skip
+        tool = json.dumps(_payload(repo, "PostToolUse", "lat-tool")).encode()
+        start = json.dumps(_payload(repo, "SessionStart", "lat-start")).encode()
         with server(home, port, args.embedder) as proc:
             token = (home / "token").read_text().strip()
-            hook_latency(hook_env, repo, "SessionStart", 2)  # warm the server's first request
-            results["hook_up"] = hook_latency(hook_env, repo, "PostToolUse", runs)
-            results["hook_up_session_start"] = hook_latency(hook_env, repo, "SessionStart", runs)
-            results["farm_bench_up"] = farm_bench(hook_env, repo, tmp)
+            hook_latency(hook_commands(False), hook_env, start, 2)  # the server's first request
+            results["hook_up"] = hook_latency(hook_commands(True), hook_env, tool, runs)
+            results["hook_up_session_start"] = hook_latency(
+                hook_commands(False), hook_env, start, runs
+            )
             base = sum(p.stat().st_size for p in home.glob("engram.db*"))
             n_sessions, per = (8, 100) if args.quick else (16, 625)
             results["ingest_1_per_request"] = ingest_rate(url, token, repo, n_sessions, per, 1)
@@ -306,14 +372,20 @@ def main(argv: list[str] | None = None) -> int:
                 + results["ingest_10_per_request"]["events"]
             )
             results["server_rss_mib"] = rss_mib(proc.pid)
+        bare_port = _free_port()
+        with bare_server(tmp, bare_port):
+            results["ingest_baseline_bare_starlette_1_per_request"] = ingest_rate(
+                f"http://127.0.0.1:{bare_port}", "", repo, n_sessions, per, 1
+            )
         results["disk"] = disk_per_10k(home, base, stored)
         down_env = {**hook_env, "ENGRAM_URL": f"http://127.0.0.1:{_free_port()}",
                     "ENGRAM_HOME": str(tmp / "offline")}  # fmt: skip
         (tmp / "offline").mkdir()
         shutil.copy(home / "token", tmp / "offline" / "token")
-        results["hook_down"] = hook_latency(down_env, repo, "PostToolUse", runs)
-        results["hook_down_session_start"] = hook_latency(down_env, repo, "SessionStart", runs)
-        results["farm_bench_down"] = farm_bench(down_env, repo, tmp)
+        results["hook_down"] = hook_latency(hook_commands(True), down_env, tool, runs)
+        results["hook_down_session_start"] = hook_latency(
+            hook_commands(False), down_env, start, runs
+        )
         results["scrub"] = scrub_cost()
         results["sigkill"] = kill_test(home, port, args.embedder, hook_env, repo)
     print(json.dumps(results, indent=2))

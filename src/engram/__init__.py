@@ -12,7 +12,7 @@ hook client, ``engram.hooks``) does not load the service stack.
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 TYPE_CHECKING = False  # typing itself is not imported: the hook client starts faster
 if TYPE_CHECKING:
@@ -117,6 +117,7 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'engram' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    __import__(home)  # not importlib: it imports warnings, milliseconds of the hook's start
+    value = getattr(sys.modules[home], name)
     globals()[name] = value
     return value

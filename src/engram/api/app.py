@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 import engram
-from engram.api import docs, errors, idempotency
+from engram.api import capture_route, docs, errors, idempotency
 from engram.api.guard import RequestLimits
 from engram.api.observability import Metrics, Observe
 from engram.api.routers import (
@@ -90,5 +90,6 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
+    capture_route.mount(app, service, settings)  # the hooks' route, ahead of the routing
     docs.mount(app)  # /docs from local assets, no CDN
     return app  # engram.servers.http_app mounts MCP at /mcp beside it

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from engram.actors import LOCAL_USER, Actor
 from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
@@ -51,19 +52,37 @@ ProjectHeader = Annotated[
 ]
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The credential of an ``Authorization: Bearer …`` header (None: absent or another
+    scheme), as :class:`~fastapi.security.HTTPBearer` reads it."""
+    scheme, credentials = get_authorization_scheme_param(authorization)
+    if not (authorization and scheme and credentials) or scheme.lower() != "bearer":
+        return None
+    return credentials
+
+
+def authenticate(
+    engram: Engram, settings: ServerSettings, token: str | None, project: str | None
+) -> Actor:
+    """The caller of a REST request: its API key's actor (the owner without auth), working
+    in ``project`` when the client named one."""
+    if not settings.auth:
+        actor = Actor(LOCAL_USER, "api")
+    elif token is None:
+        raise Unauthenticated("missing API key: send 'Authorization: Bearer egm_…'")
+    else:
+        actor = engram.accounts.authenticate(token, "api")
+    return replace(actor, project=project) if project else actor
+
+
 def get_actor(
     engram: EngramDep,
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     project: ProjectHeader = None,
 ) -> Actor:
-    if not settings.auth:
-        actor = Actor(LOCAL_USER, "api")
-    elif credentials is None:
-        raise Unauthenticated("missing API key: send 'Authorization: Bearer egm_…'")
-    else:
-        actor = engram.accounts.authenticate(credentials.credentials, "api")
-    return replace(actor, project=project) if project else actor
+    token = None if credentials is None else credentials.credentials
+    return authenticate(engram, settings, token, project)
 
 
 ActorDep = Annotated[Actor, Depends(get_actor)]

@@ -8,81 +8,106 @@ plugin (``engram.hooks.opencode_plugin``) sends payloads of the same shape as Cl
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-
+from engram.capture import vocab as K
 from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES
-from engram.capture.events import Agent, Event, EventKind
+from engram.capture.jsonio import dumps
 from engram.capture.privacy import clean, strip_scaffolding
+from engram.scrub.patterns import fold
 
-TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
+TYPE_CHECKING = False  # nothing but plain strings and dicts: the hook client starts faster
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Mapping
     from typing import Any
 
-_CLAUDE = {
-    "SessionStart": EventKind.SESSION_START,
-    "UserPromptSubmit": EventKind.PROMPT,
-    "PreToolUse": EventKind.TOOL_USE,
-    "PostToolUse": EventKind.TOOL_RESULT,
-    "PostToolUseFailure": EventKind.TOOL_RESULT,
-    "PreCompact": EventKind.COMPACTION,
-    "PostCompact": EventKind.COMPACTION,
-    "Stop": EventKind.STOP,
-    "SessionEnd": EventKind.SESSION_END,
+    from engram.capture.events import Event
+
+_CLAUDE: dict[str, str] = {
+    "SessionStart": K.SESSION_START,
+    "UserPromptSubmit": K.PROMPT,
+    "PreToolUse": K.TOOL_USE,
+    "PostToolUse": K.TOOL_RESULT,
+    "PostToolUseFailure": K.TOOL_RESULT,
+    "PreCompact": K.COMPACTION,
+    "PostCompact": K.COMPACTION,
+    "Stop": K.STOP,
+    "SessionEnd": K.SESSION_END,
 }
-_GEMINI = {
-    "SessionStart": EventKind.SESSION_START,
-    "BeforeAgent": EventKind.PROMPT,
-    "BeforeTool": EventKind.TOOL_USE,
-    "AfterTool": EventKind.TOOL_RESULT,
-    "PreCompress": EventKind.COMPACTION,
-    "AfterAgent": EventKind.STOP,
-    "SessionEnd": EventKind.SESSION_END,
+_GEMINI: dict[str, str] = {
+    "SessionStart": K.SESSION_START,
+    "BeforeAgent": K.PROMPT,
+    "BeforeTool": K.TOOL_USE,
+    "AfterTool": K.TOOL_RESULT,
+    "PreCompress": K.COMPACTION,
+    "AfterAgent": K.STOP,
+    "SessionEnd": K.SESSION_END,
 }
-_CURSOR = {
-    "sessionStart": EventKind.SESSION_START,
-    "beforeSubmitPrompt": EventKind.PROMPT,
-    "preToolUse": EventKind.TOOL_USE,
-    "beforeShellExecution": EventKind.TOOL_USE,
-    "postToolUse": EventKind.TOOL_RESULT,
-    "postToolUseFailure": EventKind.TOOL_RESULT,
-    "afterShellExecution": EventKind.TOOL_RESULT,
-    "afterMCPExecution": EventKind.TOOL_RESULT,
-    "afterFileEdit": EventKind.TOOL_RESULT,
-    "preCompact": EventKind.COMPACTION,
-    "afterAgentResponse": EventKind.STOP,
-    "stop": EventKind.STOP,
-    "sessionEnd": EventKind.SESSION_END,
+_CURSOR: dict[str, str] = {
+    "sessionStart": K.SESSION_START,
+    "beforeSubmitPrompt": K.PROMPT,
+    "preToolUse": K.TOOL_USE,
+    "beforeShellExecution": K.TOOL_USE,
+    "postToolUse": K.TOOL_RESULT,
+    "postToolUseFailure": K.TOOL_RESULT,
+    "afterShellExecution": K.TOOL_RESULT,
+    "afterMCPExecution": K.TOOL_RESULT,
+    "afterFileEdit": K.TOOL_RESULT,
+    "preCompact": K.COMPACTION,
+    "afterAgentResponse": K.STOP,
+    "stop": K.STOP,
+    "sessionEnd": K.SESSION_END,
 }
-_OPENCODE = {
-    "session.created": EventKind.SESSION_START,
-    "chat.message": EventKind.PROMPT,
-    "tool.execute.before": EventKind.TOOL_USE,
-    "tool.execute.after": EventKind.TOOL_RESULT,
-    "session.compacted": EventKind.COMPACTION,
-    "session.idle": EventKind.STOP,
-    "session.deleted": EventKind.SESSION_END,
+_OPENCODE: dict[str, str] = {
+    "session.created": K.SESSION_START,
+    "chat.message": K.PROMPT,
+    "tool.execute.before": K.TOOL_USE,
+    "tool.execute.after": K.TOOL_RESULT,
+    "session.compacted": K.COMPACTION,
+    "session.idle": K.STOP,
+    "session.deleted": K.SESSION_END,
 }
-EVENT_NAMES: dict[Agent, dict[str, EventKind]] = {
-    Agent.CLAUDE: _CLAUDE,
-    Agent.CODEX: _CLAUDE,
-    Agent.GEMINI: _GEMINI,
-    Agent.CURSOR: _CURSOR,
-    Agent.OPENCODE: _OPENCODE,
+EVENT_NAMES: dict[str, dict[str, str]] = {
+    K.CLAUDE: _CLAUDE,
+    K.CODEX: _CLAUDE,
+    K.GEMINI: _GEMINI,
+    K.CURSOR: _CURSOR,
+    K.OPENCODE: _OPENCODE,
 }
 
 # tool input keys naming a file the tool writes (Claude, Gemini, OpenCode, Cursor)
 _FILE_KEYS = ("file_path", "filePath", "path", "notebook_path", "absolute_path")
-_WRITE_TOOLS = re.compile(
-    r"^(?:Write|Edit|MultiEdit|NotebookEdit|write_file|replace|edit|write|patch|apply_patch|"
-    r"str_replace_based_edit_tool|edit_file|afterFileEdit)$",
-    re.IGNORECASE,
-)
+_WRITE_TOOLS = frozenset(
+    name.lower()
+    for name in (
+        "Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace", "edit", "write",
+        "patch", "apply_patch", "str_replace_based_edit_tool", "edit_file", "afterFileEdit",
+    )
+)  # fmt: skip
+"""Tools whose input names a file they write (matched ignoring case)."""
 _COMMAND_KEYS = ("command", "cmd")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
-_EXIT_TEXT = re.compile(r"(?:exit(?:ed with)? code|Exit code:?|exit status)\s*(-?\d+)", re.I)
+_PATCH_MARK = "*** "
+_EXIT_WORDS = ("exit code", "exited with code", "exit status")
+_regexes: dict[str, re.Pattern[str]] = {}
+
+
+def _regex(name: str) -> re.Pattern[str]:
+    """The patch-header and exit-code regexes, compiled when a text first needs them."""
+    regex = _regexes.get(name)
+    if regex is None:
+        import re
+
+        if name == "patch":
+            regex = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+        else:
+            regex = re.compile(r"(?:exit(?:ed with)? code|Exit code:?|exit status)\s*(-?\d+)", re.I)
+        _regexes[name] = regex
+    return regex
+
+
+def _patch_files(text: str) -> list[str]:
+    if _PATCH_MARK not in text:
+        return []
+    return [m.strip() for m in _regex("patch").findall(text)]
 
 
 _STOP_HOOKS = {"Stop", "AfterAgent", "session.idle", "stop", "afterAgentResponse"}
@@ -91,19 +116,35 @@ _COMPACT_HOOKS = {"PreCompact", "PostCompact", "PreCompress", "session.compacted
 _OUTPUT_FIELDS = ("stdout", "stderr", "output", "llmContent", "content", "error", "result")
 
 
-@dataclass(frozen=True)
 class Raw:
     """What an adapter read from one payload, before privacy filters."""
 
-    hook: str
-    session_id: str
-    cwd: str
-    text: str = ""
-    tool: str = ""
-    tool_input: Any = None
-    tool_output: Any = None
-    failed: bool = False
-    detail: str = ""
+    __slots__ = (
+        "cwd", "detail", "failed", "hook", "session_id", "text", "tool", "tool_input",
+        "tool_output",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        hook: str,
+        session_id: str,
+        cwd: str,
+        text: str = "",
+        tool: str = "",
+        tool_input: Any = None,
+        tool_output: Any = None,
+        failed: bool = False,
+        detail: str = "",
+    ) -> None:
+        self.hook = hook
+        self.session_id = session_id
+        self.cwd = cwd
+        self.text = text
+        self.tool = tool
+        self.tool_input = tool_input
+        self.tool_output = tool_output
+        self.failed = failed
+        self.detail = detail
 
 
 def _text(value: Any) -> str:
@@ -111,7 +152,7 @@ def _text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return dumps(value, sort_keys=True, default=str)
 
 
 def _output_text(output: Any) -> str:
@@ -140,7 +181,7 @@ def _command(tool_input: Any) -> str:
 def _files(tool: str, tool_input: Any) -> tuple[str, ...]:
     found: list[str] = []
     if isinstance(tool_input, dict):
-        if _WRITE_TOOLS.match(tool):
+        if fold(tool) in _WRITE_TOOLS:
             for key in _FILE_KEYS:
                 value = tool_input.get(key)
                 if isinstance(value, str) and value:
@@ -149,10 +190,10 @@ def _files(tool: str, tool_input: Any) -> tuple[str, ...]:
         for key in ("input", "patch"):
             value = tool_input.get(key)
             if isinstance(value, str):
-                found.extend(m.strip() for m in _PATCH_FILE.findall(value))
+                found.extend(_patch_files(value))
         command = _command(tool_input)
         if command:
-            found.extend(m.strip() for m in _PATCH_FILE.findall(command))
+            found.extend(_patch_files(command))
     return tuple(dict.fromkeys(found))
 
 
@@ -173,7 +214,10 @@ def _failed(output: Any) -> bool:
             return _failed(metadata)
         return False
     if isinstance(output, str):
-        match = _EXIT_TEXT.search(output[:4096])
+        head = output[:4096]
+        if not any(w in fold(head) for w in _EXIT_WORDS):
+            return False
+        match = _regex("exit").search(head)
         return bool(match and match.group(1) != "0")
     return False
 
@@ -236,55 +280,68 @@ def _cursor(payload: Mapping[str, Any]) -> Raw:
     )
 
 
-def read_payload(agent: Agent, payload: Mapping[str, Any]) -> Raw:
-    return _cursor(payload) if agent is Agent.CURSOR else _claude_like(payload)
+def read_payload(agent: str, payload: Mapping[str, Any]) -> Raw:
+    return _cursor(payload) if agent == K.CURSOR else _claude_like(payload)
 
 
-def kind_of(agent: Agent, hook: str) -> EventKind:
-    return EVENT_NAMES[agent].get(hook, EventKind.OTHER)
+def kind_of(agent: str, hook: str) -> str:
+    """The event kind (a value of :class:`~engram.capture.events.EventKind`) of an agent's
+    hook event."""
+    return EVENT_NAMES[agent].get(hook, K.OTHER)
 
 
-def to_event(agent: Agent, raw: Raw, *, at: str, key: str, cwd: str, project: str | None) -> Event:
-    """The captured event: every string scrubbed and bounded, prompts without scaffolding."""
+def to_wire(
+    agent: str, raw: Raw, *, at: str, key: str, cwd: str, project: str | None
+) -> dict[str, Any]:
+    """The captured event in its wire form (what the hook posts and spools): every string
+    scrubbed and bounded, prompts without scaffolding."""
     kind = kind_of(agent, raw.hook)
     text = raw.text
-    if kind is EventKind.PROMPT:
+    if kind == K.PROMPT:
         text = strip_scaffolding(text)
     command = _command(raw.tool_input)
     files = _files(raw.tool, raw.tool_input)
     excerpt = ""
-    if kind is EventKind.TOOL_RESULT:
+    if kind == K.TOOL_RESULT:
         excerpt = _output_text(raw.tool_output)
-    elif kind is EventKind.TOOL_USE and not command:
+    elif kind == K.TOOL_USE and not command:
         excerpt = _text(raw.tool_input)
-    return Event(
-        agent=agent,
-        kind=kind,
-        session_id=raw.session_id[:200] or "unknown",
-        cwd=cwd,
-        at=at,
-        key=key,
-        hook=raw.hook[:100],
-        project=project,
-        text=clean(text, PROMPT_BYTES),
-        tool=raw.tool[:200],
-        command=clean(command, EXCERPT_BYTES),
-        files=tuple(clean(f, 1024) for f in files[:50]),
-        output=clean(excerpt, EXCERPT_BYTES),
-        failed=raw.failed,
-        detail=raw.detail[:200],
-    )
+    return {
+        "agent": str(agent),
+        "kind": kind,
+        "session_id": raw.session_id[:200] or "unknown",
+        "cwd": cwd,
+        "at": at,
+        "key": key,
+        "hook": raw.hook[:100],
+        "project": project,
+        "text": clean(text, PROMPT_BYTES),
+        "tool": raw.tool[:200],
+        "command": clean(command, EXCERPT_BYTES),
+        "files": [clean(f, 1024) for f in files[:50]],
+        "output": clean(excerpt, EXCERPT_BYTES),
+        "failed": raw.failed,
+        "detail": raw.detail[:200],
+        "extra": {},
+    }
+
+
+def to_event(agent: str, raw: Raw, *, at: str, key: str, cwd: str, project: str | None) -> Event:
+    """:func:`to_wire` as an :class:`~engram.capture.events.Event`."""
+    from engram.capture.events import from_dict
+
+    return from_dict(to_wire(agent, raw, at=at, key=key, cwd=cwd, project=project))
 
 
 # -- output ----------------------------------------------------------------------------------
 _CONTEXT_EVENTS = {
-    Agent.CLAUDE: {"SessionStart", "UserPromptSubmit"},
-    Agent.CODEX: {"SessionStart", "UserPromptSubmit"},
-    Agent.GEMINI: {"SessionStart", "BeforeAgent"},
+    K.CLAUDE: {"SessionStart", "UserPromptSubmit"},
+    K.CODEX: {"SessionStart", "UserPromptSubmit"},
+    K.GEMINI: {"SessionStart", "BeforeAgent"},
 }
 
 
-def render_output(agent: Agent, hook: str, context: str = "") -> str:
+def render_output(agent: str, hook: str, context: str = "") -> str:
     """What the hook prints: the agent's own (valid, possibly empty) output with ``context``
     injected where the agent reads it.
 
@@ -292,18 +349,18 @@ def render_output(agent: Agent, hook: str, context: str = "") -> str:
     unknown fields, ``hookSpecificOutput`` with ``hookEventName`` always present), so only
     documented fields are ever written.
     """
-    if agent is Agent.OPENCODE:
-        return json.dumps({"context": context}) if context else "{}"
-    if agent is Agent.CURSOR:
+    if agent == K.OPENCODE:
+        return dumps({"context": context}, ascii=True) if context else "{}"
+    if agent == K.CURSOR:
         if hook == "sessionStart":
-            return json.dumps({"additional_context": context}) if context else "{}"
+            return dumps({"additional_context": context}, ascii=True) if context else "{}"
         if hook == "beforeSubmitPrompt":
-            return json.dumps({"continue": True})
+            return dumps({"continue": True})
         return "{}"
     if hook in _CONTEXT_EVENTS.get(agent, set()):
         specific: dict[str, str] = {"hookEventName": hook}
         if context:
             specific["additionalContext"] = context
-        if agent is Agent.CODEX or context:
-            return json.dumps({"hookSpecificOutput": specific})
+        if agent == K.CODEX or context:
+            return dumps({"hookSpecificOutput": specific}, ascii=True)
     return "{}"

@@ -6,28 +6,30 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from engram.capture import vocab as K
+
 TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
 if TYPE_CHECKING:
     from typing import Any
 
 
 class EventKind(StrEnum):
-    SESSION_START = "session_start"
-    PROMPT = "prompt"
-    TOOL_USE = "tool_use"
-    TOOL_RESULT = "tool_result"
-    COMPACTION = "compaction"
-    STOP = "stop"
-    SESSION_END = "session_end"
-    OTHER = "other"
+    SESSION_START = K.SESSION_START
+    PROMPT = K.PROMPT
+    TOOL_USE = K.TOOL_USE
+    TOOL_RESULT = K.TOOL_RESULT
+    COMPACTION = K.COMPACTION
+    STOP = K.STOP
+    SESSION_END = K.SESSION_END
+    OTHER = K.OTHER
 
 
 class Agent(StrEnum):
-    CLAUDE = "claude"
-    CODEX = "codex"
-    GEMINI = "gemini"
-    CURSOR = "cursor"
-    OPENCODE = "opencode"
+    CLAUDE = K.CLAUDE
+    CODEX = K.CODEX
+    GEMINI = K.GEMINI
+    CURSOR = K.CURSOR
+    OPENCODE = K.OPENCODE
 
 
 ENDING_KINDS = frozenset({EventKind.STOP, EventKind.SESSION_END})

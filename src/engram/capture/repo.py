@@ -16,26 +16,50 @@ With ``ENGRAM_CAPTURE=opt-in`` only repositories that set ``enabled = true`` are
 
 from __future__ import annotations
 
-import fnmatch
-from dataclasses import dataclass
-from pathlib import Path, PurePath
+import os
 
-from engram.capture.events import Event
-from engram.capture.project import project_root
+from engram.capture.project import ancestry, git_root
+
+TYPE_CHECKING = False  # no dataclasses, pathlib or fnmatch up front: the hook client starts faster
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
 
 FILE_NAME = ".engram.toml"
 
 
-@dataclass(frozen=True)
 class RepoRules:
-    enabled: bool | None = None
-    """True: opted in; False: opted out; None: not said."""
-    ignore_paths: tuple[str, ...] = ()
-    ignore_commands: tuple[str, ...] = ()
-    root: Path | None = None
-    """The directory holding the file (paths are matched relative to it)."""
-    environment: str | None = None
-    """The environment the repository names (``[environment] name``) or pins (``id``)."""
+    """A repository's capture settings (all unset when it has no ``.engram.toml``)."""
+
+    __slots__ = ("enabled", "environment", "ignore_commands", "ignore_paths", "root")
+
+    def __init__(
+        self,
+        enabled: bool | None = None,
+        ignore_paths: tuple[str, ...] = (),
+        ignore_commands: tuple[str, ...] = (),
+        root: str | None = None,
+        environment: str | None = None,
+    ) -> None:
+        self.enabled = enabled
+        """True: opted in; False: opted out; None: not said."""
+        self.ignore_paths = ignore_paths
+        self.ignore_commands = ignore_commands
+        self.root = root
+        """The directory holding the file (paths are matched relative to it)."""
+        self.environment = environment
+        """The environment the repository names (``[environment] name``) or pins (``id``)."""
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in sorted(self.__slots__))
+        return f"RepoRules({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RepoRules):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def captures(self, mode: str) -> bool:
         """Whether this repository is captured under the global ``ENGRAM_CAPTURE`` mode."""
@@ -45,34 +69,36 @@ class RepoRules:
             return self.enabled is True
         return self.enabled is not False
 
-    def ignores(self, event: Event) -> bool:
-        """Whether the event touches an ignored path or runs an ignored command."""
-        if event.command and any(
-            fnmatch.fnmatchcase(event.command, p) for p in self.ignore_commands
-        ):
+    def ignores(self, command: str, files: Iterable[str]) -> bool:
+        """Whether an event running ``command`` or touching ``files`` is ignored."""
+        if not (self.ignore_commands or self.ignore_paths):
+            return False
+        from fnmatch import fnmatchcase
+
+        if command and any(fnmatchcase(command, p) for p in self.ignore_commands):
             return True
         if self.ignore_paths:
-            for name in event.files:
+            for name in files:
                 rel = self._relative(name)
                 if any(_path_matches(rel, p) for p in self.ignore_paths):
                     return True
         return False
 
     def _relative(self, name: str) -> str:
-        path = PurePath(name)
-        if self.root is not None and path.is_absolute():
-            try:
-                return path.relative_to(self.root).as_posix()
-            except ValueError:
-                return path.as_posix()
-        return path.as_posix()
+        if self.root is not None and os.path.isabs(name):
+            rel = os.path.relpath(name, self.root)
+            if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+                name = rel
+        return name.replace(os.sep, "/") if os.sep != "/" else name
 
 
 def _path_matches(rel: str, pattern: str) -> bool:
-    if fnmatch.fnmatchcase(rel, pattern):
+    from fnmatch import fnmatchcase
+
+    if fnmatchcase(rel, pattern):
         return True
     # a pattern without a slash matches the file name anywhere; "dir/**" matches below dir
-    if "/" not in pattern and fnmatch.fnmatchcase(PurePath(rel).name, pattern):
+    if "/" not in pattern and fnmatchcase(rel.rsplit("/", 1)[-1], pattern):
         return True
     return pattern.endswith("/**") and (rel + "/").startswith(pattern[:-2])
 
@@ -81,23 +107,25 @@ class RepoRulesError(ValueError):
     """The ``.engram.toml`` file cannot be read; the message names the file and the field."""
 
 
-def find_rules(cwd: Path) -> RepoRules:
+def find_rules(cwd: Path | str) -> RepoRules:
     """The rules of the nearest ``.engram.toml`` between ``cwd`` and its git root."""
-    stop = project_root(cwd)
-    for directory in (cwd, *cwd.parents):
-        candidate = directory / FILE_NAME
-        if candidate.is_file():
+    start = os.fspath(cwd)
+    stop = git_root(start)
+    for directory in ancestry(start):
+        candidate = os.path.join(directory, FILE_NAME)
+        if os.path.isfile(candidate):
             return load_rules(candidate)
         if stop is not None and directory == stop:
             break
     return RepoRules()
 
 
-def load_rules(path: Path) -> RepoRules:
+def load_rules(path: Path | str) -> RepoRules:
     import tomllib  # only when a repository has the file
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as f:
+            data = tomllib.loads(f.read())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RepoRulesError(f"{path}: {exc}") from exc
     section = data.get("capture", {})
@@ -113,12 +141,11 @@ def load_rules(path: Path) -> RepoRules:
             raise RepoRulesError(f"{path}: capture.{name} must be a list of strings")
         lists[name] = tuple(value)
     environment = _environment(path, data.get("environment", {}))
-    return RepoRules(
-        enabled, lists["ignore_paths"], lists["ignore_commands"], path.parent, environment
-    )
+    root = os.path.dirname(os.fspath(path))
+    return RepoRules(enabled, lists["ignore_paths"], lists["ignore_commands"], root, environment)
 
 
-def _environment(path: Path, section: object) -> str | None:
+def _environment(path: Path | str, section: object) -> str | None:
     if not isinstance(section, dict):
         raise RepoRulesError(f"{path}: [environment] must be a table")
     unknown = sorted(set(section) - {"name", "id"})

@@ -15,15 +15,15 @@ only: the hook client imports this in a process that must start in tens of milli
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import os
 
-from engram.capture.project import project_environment, project_root
+from engram.capture.project import environment_name, git_root
 from engram.capture.repo import RepoRules, find_rules
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # no dataclasses or pathlib up front: the hook client starts faster
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
 PROJECT_HEADER = "X-Engram-Project"
 """The HTTP header a client sends to say which project it works in (REST and ``/mcp``)."""
@@ -33,14 +33,28 @@ PROJECT_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 OPTION, VARIABLE, REPO_FILE, GIT, DEFAULT = "option", "ENGRAM_ENV", ".engram.toml", "git", "default"
 
 
-@dataclass(frozen=True)
 class Choice:
-    ref: str | None
-    """An environment name or id; None: the default."""
-    source: str
-    """Which rule chose it: option, ENGRAM_ENV, .engram.toml, git or default."""
-    root: Path | None = None
-    """The project's directory (for the .engram.toml and git rules)."""
+    """What the rule chose: ``ref`` (an environment name or id; None: the default), the rule
+    (``source``: option, ENGRAM_ENV, .engram.toml, git or default) and, for the .engram.toml
+    and git rules, the project's directory (``root``)."""
+
+    __slots__ = ("ref", "root", "source")
+
+    def __init__(self, ref: str | None, source: str, root: Path | None = None) -> None:
+        self.ref = ref
+        self.source = source
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"Choice(ref={self.ref!r}, source={self.source!r}, root={self.root!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Choice):
+            return NotImplemented
+        return (self.ref, self.source, self.root) == (other.ref, other.source, other.root)
+
+    def __hash__(self) -> int:
+        return hash((self.ref, self.source, self.root))
 
     @property
     def project(self) -> str | None:
@@ -57,23 +71,36 @@ class Choice:
         return f"{self.ref or 'the default environment'} (from {self.source}{where})"
 
 
+def choose(
+    explicit: str | None,
+    environ: Mapping[str, str],
+    cwd: str,
+    rules: RepoRules | None = None,
+) -> tuple[str | None, str, str | None]:
+    """The rule over plain strings: (ref, source, root); :func:`which_environment` is its
+    ``Path`` form. ``rules`` are the repository's, when the caller has already read them; a
+    malformed ``.engram.toml`` raises :class:`~engram.capture.repo.RepoRulesError`."""
+    if explicit and explicit.strip():
+        return explicit.strip(), OPTION, None
+    variable = environ.get("ENGRAM_ENV", "").strip()
+    if variable:
+        return variable, VARIABLE, None
+    rules = find_rules(cwd) if rules is None else rules
+    if rules.environment:
+        return rules.environment, REPO_FILE, rules.root
+    root = git_root(cwd)
+    name = None if root is None else environment_name(root)
+    if name is not None:
+        return name, GIT, root
+    return None, DEFAULT, None
+
+
 def which_environment(
     explicit: str | None,
     environ: Mapping[str, str],
     cwd: Path,
     rules: RepoRules | None = None,
 ) -> Choice:
-    """Apply the rule. ``rules`` are the repository's, when the caller has already read them;
-    a malformed ``.engram.toml`` raises :class:`~engram.capture.repo.RepoRulesError`."""
-    if explicit and explicit.strip():
-        return Choice(explicit.strip(), OPTION)
-    variable = environ.get("ENGRAM_ENV", "").strip()
-    if variable:
-        return Choice(variable, VARIABLE)
-    rules = find_rules(cwd) if rules is None else rules
-    if rules.environment:
-        return Choice(rules.environment, REPO_FILE, rules.root)
-    name = project_environment(cwd)
-    if name is not None:
-        return Choice(name, GIT, project_root(cwd))
-    return Choice(None, DEFAULT)
+    """Apply the rule (see :func:`choose`)."""
+    ref, source, root = choose(explicit, environ, os.fspath(cwd), rules)
+    return Choice(ref, source, None if root is None else type(cwd)(root))

@@ -103,8 +103,9 @@ def status_cmd(
         wired = ", ".join(st.installed) if st.installed else "not installed"
         typer.echo(f"{a.value}: {wired} ({st.path})")
     directory = hooks_dir({"ENGRAM_HOME": str(state(ctx).settings.home)})
-    typer.echo(f"spool: {Spool(directory / 'spool').count()} events in {directory / 'spool'}")
-    typer.echo(f"log: {directory / 'hook.log'}")
+    spool = os.path.join(directory, "spool")
+    typer.echo(f"spool: {Spool(spool).count()} events in {spool}")
+    typer.echo(f"log: {os.path.join(directory, 'hook.log')}")
 
 
 @app.command("flush")

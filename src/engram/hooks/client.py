@@ -7,29 +7,32 @@ server is down, slow or saturated (429) the event goes to the owner-only spool a
 delivered with a later event. Session start waits for the server's context block and prints
 it in the agent's format. Any internal error prints the agent's valid empty output and is
 logged to ``<home>/hooks/hook.log``.
+
+It imports nearly nothing beyond what the interpreter loads to start: no ``json``, ``re``,
+``enum``, ``dataclasses``, ``pathlib``, ``socket`` or ``datetime`` (each costs milliseconds of
+CPU, and together several times the interpreter's own start), so a hook costs about what
+``python -c pass`` does. A regex is compiled only when a text holds what a pattern needs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 
-from engram.capture.adapters import kind_of, read_payload, render_output, to_event
-from engram.capture.events import Agent, EventKind
+from engram.capture import vocab as K
+from engram.capture.adapters import kind_of, read_payload, render_output, to_wire
+from engram.capture.jsonio import loads
 from engram.capture.privacy import scrub
 from engram.capture.repo import find_rules
-from engram.capture.which import which_environment
+from engram.capture.which import choose
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
 from engram.hooks.wire import ServerUnavailable, post_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -41,10 +44,9 @@ MAX_STDIN = 8 * 1024 * 1024
 def log(env: Mapping[str, str], message: str) -> None:
     """Append one scrubbed line to the hook log (never raises)."""
     try:
-        directory = private_dir(hooks_dir(env))
-        path = directory / "hook.log"
+        path = os.path.join(private_dir(hooks_dir(env)), "hook.log")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with os.fdopen(fd, "a", encoding="utf-8") as f:
             f.write(f"{stamp} {scrub(message)[:2000]}\n")
     except Exception:
@@ -56,12 +58,15 @@ def _token(env: Mapping[str, str]) -> str:
     if token:
         return token
     try:
-        return (engram_home(env) / "token").read_text(encoding="utf-8").strip()
+        with open(os.path.join(engram_home(env), "token"), encoding="utf-8") as f:
+            return f.read().strip()
     except OSError:
         return ""
 
 
-def post(env: Mapping[str, str], path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+def post(
+    env: Mapping[str, str], path: str, body: Callable[[], dict[str, Any]], timeout: float
+) -> dict[str, Any]:
     return post_json(env.get("ENGRAM_URL") or DEFAULT_URL, path, body, _token(env), timeout)
 
 
@@ -69,60 +74,70 @@ def _now(payload: Mapping[str, Any]) -> str:
     stamp = payload.get("timestamp")
     if isinstance(stamp, str) and stamp:
         return stamp
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_stamp(time.time())
 
 
-def handle(agent: Agent, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
+def utc_stamp(seconds: float) -> str:
+    """``seconds`` since the epoch as ISO 8601 in UTC, to the millisecond (``…T10:00:00.123Z``)."""
+    millis = int(seconds * 1000)
+    whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(millis // 1000))
+    return f"{whole}.{millis % 1000:03d}Z"
+
+
+def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Capture one payload; return what the hook prints."""
     raw = read_payload(agent, payload)
     kind = kind_of(agent, raw.hook)
     empty = render_output(agent, raw.hook)
     mode = env.get("ENGRAM_CAPTURE", "on").strip().lower()
-    cwd = Path(raw.cwd or os.getcwd())
+    cwd = raw.cwd or os.getcwd()
     rules = find_rules(cwd)
     if not rules.captures(mode):
         return empty
-    project = which_environment(None, env, cwd, rules).ref  # the rule every edge follows
-    key = f"{agent.value}-{os.urandom(16).hex()}"
-    event = to_event(agent, raw, at=_now(payload), key=key, cwd=str(cwd), project=project)
-    if rules.ignores(event):
+    project = choose(None, env, cwd, rules)[0]  # the rule every edge follows
+    key = f"{agent}-{os.urandom(16).hex()}"
+    event = to_wire(agent, raw, at=_now(payload), key=key, cwd=cwd, project=project)
+    if rules.ignores(event["command"], event["files"]):
         return empty
-    spool = Spool(hooks_dir(env) / "spool")
-    spooled = spool.take()
-    events = [event.to_dict(), *(e for _, e in spooled)]
-    starting = kind is EventKind.SESSION_START
-    recalling = kind is EventKind.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on")
+    spool = Spool(os.path.join(hooks_dir(env), "spool"))
+    spooled: list[tuple[str, dict[str, Any]]] = []
+    extra: dict[str, Any] = {}
+    if kind == K.SESSION_START:
+        path, timeout = "/api/v1/capture/session-start", START_TIMEOUT_S
+        if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
+            extra["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
+    elif kind == K.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on"):
+        path, timeout = "/api/v1/capture/prompt", START_TIMEOUT_S
+    else:
+        path = "/api/v1/capture/events"
+        timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
+
+    def body() -> dict[str, Any]:  # once connected: with what the spool holds
+        spooled.extend(spool.take())
+        return {"events": [event, *(e for _, e in spooled)], **extra}
+
     try:
-        if starting:
-            body: dict[str, Any] = {"events": events}
-            if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
-                body["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
-            answer = post(env, "/api/v1/capture/session-start", body, START_TIMEOUT_S)
-        elif recalling:
-            answer = post(env, "/api/v1/capture/prompt", {"events": events}, START_TIMEOUT_S)
-        else:
-            timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
-            answer = post(env, "/api/v1/capture/events", {"events": events}, timeout)
+        answer = post(env, path, body, timeout)
     except ServerUnavailable as exc:
-        if not spool.put(events[0]):
-            log(env, f"spool full: dropped a {kind.value} event of {agent.value}")
-        log(env, f"{agent.value} {raw.hook}: spooled ({exc})")
+        if not spool.put(event):
+            log(env, f"spool full: dropped a {kind} event of {agent}")
+        log(env, f"{agent} {raw.hook}: spooled ({exc})")
         return empty
-    spool.delivered([path for path, _ in spooled])
+    spool.delivered([p for p, _ in spooled])
     context = answer.get("context")
     return render_output(agent, raw.hook, context if isinstance(context, str) else "")
 
 
 def flush(env: Mapping[str, str]) -> tuple[int, int]:
     """Deliver the spool in batches; returns (delivered, left)."""
-    spool = Spool(hooks_dir(env) / "spool")
+    spool = Spool(os.path.join(hooks_dir(env), "spool"))
     sent = 0
     while True:
         batch = spool.take()
         if not batch:
             return sent, 0
         try:
-            post(env, "/api/v1/capture/events", {"events": [e for _, e in batch]}, 10.0)
+            post(env, "/api/v1/capture/events", _events_of(batch), 10.0)
         except ServerUnavailable as exc:
             log(env, f"flush: {exc}")
             return sent, spool.count()
@@ -130,18 +145,22 @@ def flush(env: Mapping[str, str]) -> tuple[int, int]:
         sent += len(batch)
 
 
+def _events_of(batch: list[tuple[str, dict[str, Any]]]) -> Callable[[], dict[str, Any]]:
+    return lambda: {"events": [e for _, e in batch]}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     env = os.environ
     started = time.perf_counter()
-    agent: Agent | None = None
+    agent: str | None = None
     hook = ""
     try:
-        agent = Agent(args[0]) if args else None
+        agent = args[0] if args and args[0] in K.AGENTS else None
         if agent is None:
-            raise ValueError(f"usage: engram-hook <{'|'.join(a.value for a in Agent)}>")
+            raise ValueError(f"usage: engram-hook <{'|'.join(K.AGENTS)}>")
         data = sys.stdin.buffer.read(MAX_STDIN)
-        payload = json.loads(data or b"{}")
+        payload = loads(data or b"{}")
         if not isinstance(payload, dict):
             raise ValueError("the hook payload is not a JSON object")
         hook = str(payload.get("hook_event_name") or "")

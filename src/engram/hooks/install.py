@@ -14,6 +14,7 @@ Engram's entries (those whose command runs ``engram-hook``).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -26,6 +27,9 @@ from engram.capture.events import Agent
 from engram.setup import files, formats
 
 MARK = "engram-hook"
+"""In every command Engram's hooks run (the console script or the launcher below)."""
+LAUNCHER = Path(__file__).with_name("engram-hook.py")
+"""The hook started as ``python -I -S engram-hook.py <agent>``: no site-packages scan."""
 CLAUDE_EVENTS = (
     "SessionStart",
     "UserPromptSubmit",
@@ -72,18 +76,25 @@ class Status:
 
 
 def hook_executable() -> str:
-    """The ``engram-hook`` beside this Python (a venv's bin), else the one on PATH."""
+    """What a hook runs, as shell words (the agent's name follows): this Python, isolated and
+    without the ``site`` module (``-I -S``: it neither scans site-packages nor runs their
+    ``.pth`` files, milliseconds of every hook's start), on :data:`LAUNCHER`. Where that cannot
+    work (not POSIX, no launcher file), the ``engram-hook`` script beside this Python (a venv's
+    bin), else the one on PATH."""
+    if os.name == "posix" and LAUNCHER.is_file() and os.access(sys.executable, os.X_OK):
+        return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(LAUNCHER))}"
     beside = Path(sys.executable).parent / "engram-hook"
     if beside.exists():
-        return str(beside)
-    return shutil.which("engram-hook") or "engram-hook"
+        return shlex.quote(str(beside))
+    return shlex.quote(shutil.which("engram-hook") or "engram-hook")
 
 
 def hook_command(agent: Agent, executable: str, settings: Mapping[str, str]) -> str:
-    """The shell command a hook runs; agents ignore an ``env`` field on hooks, so the
-    settings (``ENGRAM_URL``, ``ENGRAM_HOME``) ride in the command."""
+    """The shell command a hook runs (``executable``: shell words, see :func:`hook_executable`);
+    agents ignore an ``env`` field on hooks, so the settings (``ENGRAM_URL``, ``ENGRAM_HOME``)
+    ride in the command."""
     prefix = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted(settings.items()))
-    return f"{prefix}{shlex.quote(executable)} {agent.value}"
+    return f"{prefix}{executable} {agent.value}"
 
 
 def config_path(agent: Agent, env: Mapping[str, str]) -> Path:
@@ -162,7 +173,7 @@ def _cursor(data: dict[str, Any], command: str | None) -> dict[str, Any]:
 def opencode_plugin(executable: str, settings: Mapping[str, str]) -> str:
     """The OpenCode plugin: it hands OpenCode's events to ``engram-hook opencode`` and adds the
     session-start block to the system prompt."""
-    return _PLUGIN.replace("__HOOK__", json.dumps(executable)).replace(
+    return _PLUGIN.replace("__HOOK__", json.dumps(shlex.split(executable))).replace(
         "__ENV__", json.dumps(dict(sorted(settings.items())))
     )
 
@@ -176,7 +187,7 @@ const ENV = { ...process.env, ...__ENV__ };
 
 function send(payload) {
   try {
-    const r = spawnSync(HOOK, ["opencode"], {
+    const r = spawnSync(HOOK[0], [...HOOK.slice(1), "opencode"], {
       input: JSON.stringify(payload), encoding: "utf8", env: ENV, timeout: 5000,
     });
     return JSON.parse(r.stdout || "{}");

@@ -5,11 +5,9 @@ crash stores nothing twice."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from pathlib import Path
 
+from engram.capture.jsonio import dumps, loads
 from engram.hooks.paths import private_dir
 
 TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
@@ -23,19 +21,19 @@ MAX_FILES = 100_000
 
 
 class Spool:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = os.fspath(directory)
 
     def put(self, event: dict[str, Any]) -> bool:
         """Keep ``event`` (already scrubbed) until it can be delivered; False when full."""
         directory = private_dir(self.directory)
         if self.count() >= MAX_FILES:
             return False
-        final = directory / f"{event['key']}.json"
-        tmp = directory / f".{event['key']}.tmp"
+        final = os.path.join(directory, f"{event['key']}.json")
+        tmp = os.path.join(directory, f".{event['key']}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(event, f, ensure_ascii=False)
+            f.write(dumps(event))
         os.replace(tmp, final)  # readers see whole files only
         return True
 
@@ -45,25 +43,30 @@ class Spool:
         except FileNotFoundError:
             return 0
 
-    def take(self, limit: int = MAX_BATCH) -> list[tuple[Path, dict[str, Any]]]:
+    def take(self, limit: int = MAX_BATCH) -> list[tuple[str, dict[str, Any]]]:
         """Up to ``limit`` spooled events, oldest first (unreadable files are set aside)."""
         try:
             entries = [e for e in os.scandir(self.directory) if e.name.endswith(".json")]
         except FileNotFoundError:
             return []
         entries.sort(key=lambda e: e.stat().st_mtime_ns)
-        out: list[tuple[Path, dict[str, Any]]] = []
+        out: list[tuple[str, dict[str, Any]]] = []
         for entry in entries[:limit]:
-            path = Path(entry.path)
+            path = entry.path
             try:
-                out.append((path, json.loads(path.read_text(encoding="utf-8"))))
+                with open(path, "rb") as f:
+                    out.append((path, loads(f.read())))
             except (OSError, ValueError):
-                with contextlib.suppress(OSError):
-                    path.rename(path.with_suffix(".bad"))
+                try:  # noqa: SIM105 (contextlib costs the hook's start milliseconds)
+                    os.rename(path, path[: -len(".json")] + ".bad")
+                except OSError:
+                    pass
         return out
 
     @staticmethod
-    def delivered(paths: list[Path]) -> None:
+    def delivered(paths: list[str]) -> None:
         for path in paths:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            try:  # noqa: SIM105 (contextlib costs the hook's start milliseconds)
+                os.unlink(path)
+            except FileNotFoundError:
+                pass

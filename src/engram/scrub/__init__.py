@@ -28,22 +28,25 @@ value returned never see a secret and the result reports ``redactions`` (kind â†
 entry of the write gets the same counts under ``details.redactions`` (counts, never secrets).
 """
 
-from engram.scrub.scrubber import PRIVATE, Redactions, Scrubber, ScrubConfig, marker
-
 TYPE_CHECKING = False  # typing is not imported: the hook client starts faster
 if TYPE_CHECKING:
     from typing import Any
 
+    from engram.scrub.scrubber import PRIVATE, Redactions, Scrubber, ScrubConfig, marker
     from engram.scrub.values import scrub_value
 
 __all__ = ["PRIVATE", "Redactions", "ScrubConfig", "Scrubber", "marker", "scrub_value"]
 
 
 def __getattr__(name: str) -> "Any":
-    # scrub_value walks pydantic models: imported on first use, so the hook client (standard
-    # library only) can use the Scrubber without loading pydantic
+    # imported on first use: the hook client scrubs with engram.scrub.core alone (no
+    # dataclasses), and scrub_value walks pydantic models
     if name == "scrub_value":
         from engram.scrub.values import scrub_value
 
         return scrub_value
+    if name in __all__:
+        from engram.scrub import scrubber
+
+        return getattr(scrubber, name)
     raise AttributeError(f"module 'engram.scrub' has no attribute {name!r}")

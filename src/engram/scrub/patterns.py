@@ -19,7 +19,13 @@ them; ``tests/test_scrub_prefilter.py`` checks that skipping never changes a res
 
 from __future__ import annotations
 
-import re
+TYPE_CHECKING = False  # re is imported when a pattern is first compiled: the hook starts faster
+if TYPE_CHECKING:
+    import re
+
+IGNORECASE = 2
+"""``re.IGNORECASE`` (its value is fixed by the ``re`` module; ``tests/test_scrub.py`` checks it),
+so that defining the patterns does not import ``re``."""
 
 
 class Pattern:
@@ -52,6 +58,8 @@ class Pattern:
     def compile(cls, kind: str, source: str, flags: int = 0) -> Pattern:
         """A pattern compiled now (``re.error`` if ``source`` is not a valid regex), searched in
         every text."""
+        import re
+
         pattern = cls(kind, source, flags)
         pattern._regex = re.compile(source, flags)
         return pattern
@@ -60,6 +68,8 @@ class Pattern:
     def regex(self) -> re.Pattern[str]:
         regex = self._regex
         if regex is None:  # a race compiles twice, harmlessly
+            import re
+
             regex = self._regex = re.compile(self.source, self.flags)
         return regex
 
@@ -130,7 +140,7 @@ BUILTIN: tuple[Pattern, ...] = (
         + _NOT_MARKER
         # an optional scheme word (Bearer, Basic, token...) and a credential of 8+ characters
         + r"(?P<secret>(?:[A-Za-z]{2,20}[ \t]++)?[^\s\"',;]{8,1024})",
-        re.IGNORECASE,
+        IGNORECASE,
         needles=("authorization", "api-key", "-token", "subscription-key"),
         fold=True,
     ),
@@ -139,7 +149,7 @@ BUILTIN: tuple[Pattern, ...] = (
         r"(?<![A-Za-z0-9_-])(?:set-)?cookie[\"']?[ \t]*+:[ \t]*+[\"']?"
         + _NOT_MARKER
         + r"(?P<secret>[^\r\n\"']{8,4096})",
-        re.IGNORECASE,
+        IGNORECASE,
         needles=("cookie",),
         fold=True,
     ),
@@ -175,7 +185,7 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "aws_access_key_id",
         r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-        re.IGNORECASE,
+        IGNORECASE,
         needles=("akia", "asia"),
         fold=True,
     ),
@@ -183,7 +193,7 @@ BUILTIN: tuple[Pattern, ...] = (
         "aws_secret_key",
         r"(?<![A-Za-z0-9_])(?:aws_?)?(?:secret_?access_?key|session_?token)[\"']?[ \t]*+[:=]"
         r"[ \t]*+[\"']?" + _NOT_MARKER + r"(?P<secret>[A-Za-z0-9/+=]{16,4096}+)",
-        re.IGNORECASE,
+        IGNORECASE,
         needles=("secret", "session"),
         fold=True,
     ),
@@ -219,7 +229,7 @@ BUILTIN: tuple[Pattern, ...] = (
         r"(?<![A-Za-z0-9_])(?:api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token|"
         r"refresh[_-]?token|auth[_-]?token|password|passwd)(?![A-Za-z0-9_])[\"']?[ \t]*+[:=]"
         r"[ \t]*+[\"']?" + _VALUE,
-        re.IGNORECASE,
+        IGNORECASE,
         needles=("api_key", "api-key", "apikey", "secret", "token", "passw"),
         fold=True,
     ),

@@ -5,19 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
-from engram.scrub.patterns import BUILTIN, Pattern, fold
+from engram.scrub.core import PRIVATE, marker, scrub_text
+from engram.scrub.patterns import BUILTIN, Pattern
 
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-_PRIVATE_TAG = re.compile(r"<(/?)private\s*>", re.IGNORECASE)
-PRIVATE = "private"
-"""The kind counted for a dropped ``<private>…</private>`` span (it leaves no marker)."""
-
-
-def marker(kind: str) -> str:
-    """What replaces a secret of ``kind``."""
-    return f"[REDACTED:{kind}]"
+__all__ = ["PRIVATE", "Redactions", "ScrubConfig", "Scrubber", "marker"]
 
 
 @dataclass(frozen=True)
@@ -109,55 +102,11 @@ class Scrubber:
         return out, found
 
     def _scrub(self, text: str) -> tuple[str, Redactions]:
-        counts: dict[str, int] = {}
-        if "<" in text:
-            text, dropped = _drop_private(text)
-            if dropped:
-                counts[PRIVATE] = dropped
-        folded = fold(text)
-        for pattern in self.patterns:
-            if not pattern.may_match(text, folded):  # a cheap literal check first
-                continue
-            out = pattern.regex.sub(partial(self._replace, kind=pattern.kind, counts=counts), text)
-            if out != text:  # a marker may bring a needle: the next checks read the new text
-                text, folded = out, fold(out)
-        return text, Redactions(dict(sorted(counts.items())))
-
-    def _replace(self, m: re.Match[str], *, kind: str, counts: dict[str, int]) -> str:
-        has_group = "secret" in m.re.groupindex and m.group("secret") is not None
-        secret = m.group("secret") if has_group else m.group(0)
-        if self._allowed(secret) or self._allowed(m.group(0)):
-            return m.group(0)
-        counts[kind] = counts.get(kind, 0) + 1
-        if not has_group:
-            return marker(kind)
-        start, end = m.span("secret")
-        whole = m.group(0)
-        return whole[: start - m.start()] + marker(kind) + whole[end - m.start() :]
+        out, counts = scrub_text(text, self.patterns, self._allowed)
+        return out, Redactions(counts)
 
 
 CLEAN_MEMO = 8192
 """Texts remembered as clean (no secret), so a text scrubbed at the service and again at the
 store boundary is read once."""
 CLEAN_MEMO_CHARS = 4000
-
-
-def _drop_private(text: str) -> tuple[str, int]:
-    """Remove ``<private>…</private>`` spans (nested ones count once); linear in the text."""
-    out: list[str] = []
-    depth = 0
-    pos = 0
-    spans = 0
-    for tag in _PRIVATE_TAG.finditer(text):
-        closing = tag.group(1) == "/"
-        if depth == 0:
-            out.append(text[pos : tag.start()])
-            if closing:  # a stray closing tag: dropped, nothing else
-                pos = tag.end()
-                continue
-            spans += 1
-        depth = depth - 1 if closing else depth + 1
-        pos = tag.end()
-    if depth == 0:
-        out.append(text[pos:])
-    return "".join(out), spans

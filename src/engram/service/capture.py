@@ -159,8 +159,11 @@ class CaptureService:
         touches: dict[str, SessionTouch] = {}
         observations: list[Observation] = []
         ending: set[str] = set()
+        env_ids: dict[str | None, str] = {}  # each project resolved (and its role checked) once
         for ev in events:
-            env_id = self._environment_id(ev.project, actor)
+            env_id = env_ids.get(ev.project)
+            if env_id is None:
+                env_id = env_ids[ev.project] = self._environment_id(ev.project, actor)
             sid = session_key(env_id, ev.agent.value, ev.session_id)
             at = parse_at(ev.at, now)
             title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""

@@ -182,10 +182,9 @@ def _hook_command(agent: Agent, env: Mapping[str, str]) -> str | None:
     if agent is Agent.OPENCODE:
         for line in text.splitlines():
             if line.startswith("const HOOK = "):
-                return (
-                    shlex.quote(json.loads(line.removeprefix("const HOOK = ").rstrip(";")))
-                    + " opencode"
-                )
+                hook = json.loads(line.removeprefix("const HOOK = ").rstrip(";"))
+                argv = hook if isinstance(hook, list) else [hook]  # a list since -I -S
+                return shlex.join([str(a) for a in argv]) + " opencode"
         return None
     for groups in (formats.parse_json(path, text).get("hooks") or {}).values():
         for group in groups if isinstance(groups, list) else []:
