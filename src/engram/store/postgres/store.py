@@ -31,6 +31,7 @@ from engram.store.postgres.handoffs import PostgresHandoffStore
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
+from engram.store.postgres.dialect import PostgresClientRegistry, PostgresWebSessionStore
 from engram.store.postgres.oauth import PostgresOAuthStore
 from engram.store.postgres.profile import PostgresProfileStore
 from engram.store.postgres.providers import PostgresProviderStore
@@ -89,6 +90,8 @@ class PostgresStore:
         self.conversations = PostgresConversationStore(self.db)
         self.providers = PostgresProviderStore(self.db)
         self.oauth = PostgresOAuthStore(self.db)
+        self.oauth_registry = PostgresClientRegistry(self.db)
+        self.web_sessions = PostgresWebSessionStore(self.db)
         self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
         self.capture = PostgresCaptureStore(self.db)

@@ -41,6 +41,7 @@ from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.handoffs import SQLiteHandoffStore
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.imports import SQLiteImportLedger
+from engram.store.sqlite.dialect import SQLiteClientRegistry, SQLiteWebSessionStore
 from engram.store.sqlite.oauth import SQLiteOAuthStore
 from engram.store.sqlite.profile import SQLiteProfileStore
 from engram.store.sqlite.providers import SQLiteProviderStore
@@ -99,6 +100,8 @@ class SQLiteStore:
         self.soul = SQLiteSoulStore(self.db)
         self.providers = SQLiteProviderStore(self.db)
         self.oauth = SQLiteOAuthStore(self.db)
+        self.oauth_registry = SQLiteClientRegistry(self.db)
+        self.web_sessions = SQLiteWebSessionStore(self.db)
         self.conversations = SQLiteConversationStore(self.db)
         self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
