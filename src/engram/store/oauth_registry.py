@@ -13,9 +13,7 @@ from typing import Any, Protocol
 from engram.store.oauth import ClientRecord
 from engram.store.sql_dialect import Dialect
 
-_UNCLAIMED = (
-    "NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.client_id)"
-)
+_UNCLAIMED = "NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.client_id)"
 
 
 class ClientRegistry(Protocol):
