@@ -26,12 +26,12 @@ from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
 from engram.store.postgres.conversations import PostgresConversationStore
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
+from engram.store.postgres.dialect import PostgresClientRegistry, PostgresWebSessionStore
 from engram.store.postgres.export import PostgresExporter
 from engram.store.postgres.handoffs import PostgresHandoffStore
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
 from engram.store.postgres.imports import PostgresImportLedger
 from engram.store.postgres.migrations import applied
-from engram.store.postgres.dialect import PostgresClientRegistry, PostgresWebSessionStore
 from engram.store.postgres.oauth import PostgresOAuthStore
 from engram.store.postgres.profile import PostgresProfileStore
 from engram.store.postgres.providers import PostgresProviderStore

@@ -37,11 +37,11 @@ from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
+from engram.store.sqlite.dialect import SQLiteClientRegistry, SQLiteWebSessionStore
 from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.handoffs import SQLiteHandoffStore
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
 from engram.store.sqlite.imports import SQLiteImportLedger
-from engram.store.sqlite.dialect import SQLiteClientRegistry, SQLiteWebSessionStore
 from engram.store.sqlite.oauth import SQLiteOAuthStore
 from engram.store.sqlite.profile import SQLiteProfileStore
 from engram.store.sqlite.providers import SQLiteProviderStore
