@@ -176,14 +176,19 @@ class Browser:
         return self.result
 
 
-def sdk_auth(server: Server, browser: Browser, storage: MemoryStorage) -> OAuthClientProvider:
-    metadata = OAuthClientMetadata(
-        client_name="Test Connector",
-        redirect_uris=[AnyUrl(CALLBACK)],
+def client_metadata(name: str, redirect_uri: str = CALLBACK) -> OAuthClientMetadata:
+    """A public client's registration, as a remote connector sends it."""
+    return OAuthClientMetadata(
+        client_name=name,
+        redirect_uris=[AnyUrl(redirect_uri)],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="none",
     )
+
+
+def sdk_auth(server: Server, browser: Browser, storage: MemoryStorage) -> OAuthClientProvider:
+    metadata = client_metadata("Test Connector")
     return OAuthClientProvider(server.mcp, metadata, storage, browser.redirect, browser.callback)
 
 

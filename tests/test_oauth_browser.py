@@ -27,8 +27,7 @@ import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
-from pydantic import AnyUrl
+from mcp.shared.auth import AuthorizationCodeResult
 
 from engram import LOCAL, Engram
 from engram.accounts import AuditQuery
@@ -37,7 +36,7 @@ from engram.servers import http_app
 from engram.store import Store
 from tests.conftest import FakeClock
 from tests.live_server import serve
-from tests.test_oauth import INITIALIZE, MCP_HEADERS, PASSWORD, MemoryStorage
+from tests.test_oauth import INITIALIZE, MCP_HEADERS, PASSWORD, MemoryStorage, client_metadata
 
 playwright_async = pytest.importorskip("playwright.async_api")
 from playwright.async_api import Page, Route, expect  # noqa: E402
@@ -194,13 +193,7 @@ async def test_the_browser_signs_in_and_consents_and_a_revoked_grant_stops_at_on
 ) -> None:
     redirect_uri, arrivals = landing
     storage = MemoryStorage()
-    metadata = OAuthClientMetadata(
-        client_name="Browser Connector",
-        redirect_uris=[AnyUrl(redirect_uri)],
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-        token_endpoint_auth_method="none",
-    )
+    metadata = client_metadata("Browser Connector", redirect_uri)
     async with browser_page(site, redirect_uri) as (page, foreign):
         person = Person(page, redirect_uri, arrivals)
         auth = OAuthClientProvider(site.mcp, metadata, storage, person.redirect, person.callback)

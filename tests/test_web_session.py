@@ -185,6 +185,13 @@ def test_users_passwd(
     with Engram.open(Settings.load(tmp_path / "h")) as engram:
         [owner] = engram.accounts.list_users(LOCAL)
         assert engram.accounts.verify_password(owner.name, PASSWORD).id == owner.id
+        token, _ = engram.web_sessions.start(owner)
+    # a new password from the CLI signs the user out of the dashboard too
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long password\n"))
+    assert main([*home, "users", "passwd", "--stdin"]) == 0
+    assert "ended 1 dashboard session(s)" in capsys.readouterr().out
+    with Engram.open(Settings.load(tmp_path / "h")) as engram:
+        assert engram.web_sessions.get(token) is None
 
 
 # -- sessions across restarts and server processes ----------------------------------------------
