@@ -164,6 +164,14 @@ def test_sign_in_edge(people: Engram) -> None:
         "/ui/login", data={"name": "bob", "password": PASSWORD, "csrf": _csrf(page.text)}
     )
     assert locked.status_code == 429 and "try again in" in locked.text
+    # another user behind the same address (one proxy, one NAT) is not locked out
+    page = client.get("/ui/login")
+    other = client.post(
+        "/ui/login",
+        data={"name": "ann", "password": PASSWORD, "csrf": _csrf(page.text)},
+        follow_redirects=False,
+    )
+    assert other.status_code == 303
 
 
 def test_users_passwd(
