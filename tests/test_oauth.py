@@ -1,9 +1,11 @@
 """Engram as the OAuth 2.1 authorization server of its own /mcp, against a live uvicorn server
 on both backends: the official MCP SDK's OAuth client (``OAuthClientProvider``) signs in
-end to end, the sign-in and consent page completed by an HTTP client posting its form (no
-Chromium on this machine); then the protocol's refusals one by one with raw HTTP: PKCE, the
-redirect URI, a reused code, an expired token, refresh rotation and replay, scope narrowing,
-the resource, CSRF, a wrong password, and a revoked grant failing at once."""
+end to end, the sign-in and consent page completed by an HTTP client posting its form (the
+same flow with a real browser is tests/test_oauth_browser.py); then the protocol's refusals
+one by one with raw HTTP: PKCE, the redirect URI, a reused code, an expired token, refresh
+rotation and replay, scope narrowing, the resource, CSRF, a wrong password, a revoked grant
+failing at once, and registration's bounds (per address, in size, and the cap on clients no
+one consented to, cleaned up)."""
 
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ from pydantic import AnyUrl
 from engram import LOCAL, Engram
 from engram.accounts import AuditQuery, Scope
 from engram.actors import LOCAL_USER
+from engram.oauth.registration import MAX_REGISTRATION_BYTES, PER_ADDRESS
 from engram.servers import http_app
+from engram.service.oauth import UNCLAIMED_CLIENTS
 from engram.store import Store
 from tests.conftest import FakeClock
 from tests.live_server import serve
@@ -172,14 +176,19 @@ class Browser:
         return self.result
 
 
-def sdk_auth(server: Server, browser: Browser, storage: MemoryStorage) -> OAuthClientProvider:
-    metadata = OAuthClientMetadata(
-        client_name="Test Connector",
-        redirect_uris=[AnyUrl(CALLBACK)],
+def client_metadata(name: str, redirect_uri: str = CALLBACK) -> OAuthClientMetadata:
+    """A public client's registration, as a remote connector sends it."""
+    return OAuthClientMetadata(
+        client_name=name,
+        redirect_uris=[AnyUrl(redirect_uri)],
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="none",
     )
+
+
+def sdk_auth(server: Server, browser: Browser, storage: MemoryStorage) -> OAuthClientProvider:
+    metadata = client_metadata("Test Connector")
     return OAuthClientProvider(server.mcp, metadata, storage, browser.redirect, browser.callback)
 
 
@@ -515,3 +524,57 @@ def test_grants_are_per_user(raw: RawClient) -> None:
         everyone = http.get("/api/v1/oauth/grants?user_id=*", headers=headers)
         assert everyone.status_code == 403
     assert engram.store.oauth.get_grant(grant.id).revoked_at is None  # type: ignore[union-attr]
+
+
+# -- registration is bounded ---------------------------------------------------------------------
+def _registration(name: str) -> dict[str, Any]:
+    return {
+        "client_name": name,
+        "redirect_uris": [CALLBACK],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+    }
+
+
+def test_registration_is_limited_per_address_and_in_size(server: Server) -> None:
+    registry = server.engram.store.oauth_registry
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        huge = http.post("/register", json=_registration("x" * (MAX_REGISTRATION_BYTES + 1)))
+        assert huge.status_code == 413 and huge.json()["error"] == "invalid_client_metadata"
+        for i in range(PER_ADDRESS - 1):
+            assert http.post("/register", json=_registration(f"c{i}")).status_code == 201
+        refused = http.post("/register", json=_registration("one too many"))
+    assert refused.status_code == 429
+    assert refused.json()["error"] == "temporarily_unavailable"
+    assert refused.json()["error_description"].startswith(
+        f"too many client registrations from 127.0.0.1: at most {PER_ADDRESS} an hour"
+    )
+    assert 3500 < int(refused.headers["retry-after"]) <= 3601
+    assert registry.unclaimed() == PER_ADDRESS - 1  # neither refusal stored anything
+
+
+def test_unclaimed_clients_are_capped_and_cleaned_up(raw: RawClient) -> None:
+    engram = raw.server.engram
+    code, verifier = raw.code()  # raw's client gets a grant: it is claimed
+    tokens = raw.exchange(code, verifier).json()
+    registry = engram.store.oauth_registry
+    assert registry.unclaimed() == 0
+    for i in range(UNCLAIMED_CLIENTS - 1):
+        engram.oauth.register_client(f"waiting-{i}", _registration(f"w{i}"))
+    last = raw.http.post("/register", json=_registration("the last one"))
+    assert last.status_code == 201 and registry.unclaimed() == UNCLAIMED_CLIENTS
+    full = raw.http.post("/register", json=_registration("no room"))
+    assert full.status_code == 429 and full.json()["error"] == "temporarily_unavailable"
+    assert full.json()["error_description"].startswith(
+        f"{UNCLAIMED_CLIENTS} registered OAuth clients are waiting for a first sign-in"
+    )
+    assert full.headers["retry-after"] == "3600"
+    assert registry.unclaimed() == UNCLAIMED_CLIENTS
+    # a day later the clients nobody consented to are gone; the claimed one stays and works
+    raw.server.clock.advance(hours=25)
+    later = raw.http.post("/register", json=_registration("a day later"))
+    assert later.status_code == 201 and registry.unclaimed() == 1
+    assert engram.oauth.client("waiting-0") is None
+    assert engram.oauth.client(raw.client_id) is not None
+    assert raw.refresh(tokens["refresh_token"]).status_code == 200

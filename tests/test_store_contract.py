@@ -1,5 +1,6 @@
 """The storage protocol itself, on every backend (the ``store`` fixture runs SQLite and
-PostgreSQL): writes with their versions, filters, keyword and vector search, embeddings."""
+PostgreSQL): writes with their versions, filters, keyword and vector search, embeddings; the
+dashboard's sessions and the OAuth client registry."""
 
 from __future__ import annotations
 
@@ -238,3 +239,57 @@ def test_vectors_by_model_with_filters(store: Store) -> None:
 def test_migrations_are_recorded(store: Store) -> None:
     names = store.applied_migrations()
     assert names and names[0] == "0001_memories" and len(names) == len(set(names))
+
+
+def test_web_sessions(store: Store) -> None:
+    from engram.accounts import User
+    from engram.store.web_sessions import WebSessionRecord
+
+    for uid in ("usr_1", "usr_2"):
+        store.accounts.create_user(User(id=uid, name=uid, created_at=T0), None)
+    sessions = store.web_sessions
+    day = timedelta(hours=12)
+    sessions.put(WebSessionRecord("d1", "usr_1", T0, T0 + day), expired_before=T0)
+    sessions.put(WebSessionRecord("d2", "usr_1", T0, T0 + day), expired_before=T0)
+    sessions.put(WebSessionRecord("d3", "usr_2", T0, T0 + day, "env_x"), expired_before=T0)
+    assert sessions.get("d1") == WebSessionRecord("d1", "usr_1", T0, T0 + day)
+    sessions.switch("d1", "env_a")
+    got = sessions.get("d1")
+    assert got is not None and got.environment == "env_a"
+    assert sessions.delete("d1") and not sessions.delete("d1")
+    assert sessions.get("d1") is None
+    assert sessions.delete_for_user("usr_1") == 1 and sessions.get("d3") is not None
+    # putting one deletes those expired before the time given
+    later = T0 + day + timedelta(seconds=1)
+    sessions.put(WebSessionRecord("d4", "usr_2", later, later + day), expired_before=later)
+    assert sessions.get("d3") is None and sessions.get("d4") is not None
+    with pytest.raises(Conflict):  # a session belongs to an existing user
+        sessions.put(WebSessionRecord("d5", "usr_9", later, later + day), expired_before=later)
+
+
+def test_client_registry_caps_and_cleans_up_unclaimed_clients(store: Store) -> None:
+    from engram.accounts import User
+    from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord
+
+    registry = store.oauth_registry
+    hour = timedelta(hours=1)
+    for i in range(3):
+        assert registry.register(ClientRecord(f"c{i}", "{}", T0), stale_before=T0, cap=3)
+    assert not registry.register(ClientRecord("c3", "{}", T0), stale_before=T0, cap=3)
+    assert store.oauth.get_client("c3") is None and registry.unclaimed() == 3
+    # a grant claims c0: it no longer counts, and is never cleaned up
+    store.accounts.create_user(User(id="usr_1", name="u", created_at=T0), None)
+    grant = GrantRecord("grt_1", "usr_1", "c0", "c0", ("read",), "https://x/mcp", T0)
+    store.oauth.create_grant(grant, CodeRecord("cd", "grt_1", "ch", "https://x/cb", True, T0))
+    assert registry.unclaimed() == 2
+    assert registry.register(ClientRecord("c3", "{}", T0 + hour), stale_before=T0, cap=3)
+    # the unclaimed ones registered before the cut-off go with the next registration
+    assert registry.register(ClientRecord("c4", "{}", T0 + 2 * hour), stale_before=T0 + hour, cap=3)
+    assert [store.oauth.get_client(c) is not None for c in ("c0", "c1", "c2", "c3", "c4")] == [
+        True,
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert registry.unclaimed() == 2

@@ -194,7 +194,7 @@ def users_passwd(
 ) -> None:
     """Set a user's password (stored as an Argon2id hash; at least 8 characters): what they sign
     in with on the web dashboard (/ui) and on the OAuth page remote MCP clients open (Claude.ai,
-    ChatGPT). Asks twice unless --stdin."""
+    ChatGPT). Their dashboard sessions end. Asks twice unless --stdin."""
     if stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
@@ -202,7 +202,10 @@ def users_passwd(
     with service(ctx) as (engram, st):
         found = engram.accounts.find_user(user or st.actor.user_id, st.actor)
         engram.accounts.set_password(found.id, password, st.actor)
+        ended = engram.web_sessions.end_all(found.id)  # as the dashboard's users screen does
     console.print(f"password set for {found.name} ({found.id}); sign in at /ui on engram serve")
+    if ended:
+        console.print(f"ended {ended} dashboard session(s) of {found.name}")
 
 
 @users_app.command("delete")

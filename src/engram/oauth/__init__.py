@@ -5,7 +5,8 @@ of a pasted key (the MCP authorization spec; RFC 8414, 7591, 7636, 8707, 9207).
 The MCP SDK's handlers serve the protocol endpoints over :class:`EngramProvider`:
 
 - ``/.well-known/oauth-authorization-server`` (RFC 8414 metadata),
-- ``/register`` (dynamic client registration, RFC 7591),
+- ``/register`` (dynamic client registration, RFC 7591), bounded
+  (:mod:`engram.oauth.registration`),
 - ``/authorize`` (authorization code, PKCE S256 only), which sends the user on to
 - ``/oauth/consent`` (:mod:`engram.oauth.consent`: sign in and consent),
 - ``/token`` (code and refresh-token grants; refresh tokens rotate),
@@ -20,7 +21,13 @@ from __future__ import annotations
 import logging
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
-from mcp.server.auth.routes import build_metadata, cors_middleware, create_auth_routes
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.routes import (
+    REGISTRATION_PATH,
+    build_metadata,
+    cors_middleware,
+    create_auth_routes,
+)
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthMetadata
 from pydantic import AnyHttpUrl
@@ -29,6 +36,7 @@ from starlette.routing import Route
 
 from engram.oauth.consent import CONSENT_PATH, STYLE_PATH, ConsentPage
 from engram.oauth.provider import EngramProvider
+from engram.oauth.registration import BoundedRegistration
 from engram.service import Engram
 from engram.service.oauth import OAUTH_SCOPES
 
@@ -71,11 +79,18 @@ def mount(app: Starlette, engram: Engram, issuer: str, resource: str) -> EngramP
         }
     )
     handler = cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"])
+    register = BoundedRegistration(RegistrationHandler(provider, registration))
     page = ConsentPage(engram, issuer)
+    ours = (METADATA_PATH, REGISTRATION_PATH)
     app.router.routes.extend(
         [
             Route(METADATA_PATH, handler, methods=["GET", "OPTIONS"]),
-            *(r for r in routes if getattr(r, "path", "") != METADATA_PATH),
+            Route(
+                REGISTRATION_PATH,
+                cors_middleware(register.handle, ["POST", "OPTIONS"]),
+                methods=["POST", "OPTIONS"],
+            ),
+            *(r for r in routes if getattr(r, "path", "") not in ours),
             Route(CONSENT_PATH, page.show, methods=["GET"], include_in_schema=False),
             Route(CONSENT_PATH, page.submit, methods=["POST"], include_in_schema=False),
             Route(STYLE_PATH, page.style, methods=["GET"], include_in_schema=False),

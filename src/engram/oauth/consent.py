@@ -157,7 +157,8 @@ through MCP (<code>{escape(pending.resource)}</code>).</p>
 <p class="buttons"><button type="submit" name="action" value="allow">Allow</button>
 <button type="submit" name="action" value="deny" formnovalidate>Deny</button></p>
 </form>
-<p class="muted">You can revoke this later: <code>engram keys grants</code>.</p>"""
+<p class="muted">You can revoke this later, on the Keys page of the dashboard
+(<code>/ui/keys</code>) or with <code>engram keys grants</code>.</p>"""
         response = HTMLResponse(
             _page("Sign in", body), status_code=status, headers=_headers(pending.redirect_uri)
         )

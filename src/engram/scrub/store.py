@@ -36,6 +36,7 @@ from engram.store.handoffs import HandoffStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
 from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord, OAuthStore, TokenRecord
+from engram.store.oauth_registry import ClientRegistry
 from engram.store.profile import ProfileEntry, ProfileStore
 from engram.store.protocol import (
     Change,
@@ -52,6 +53,7 @@ from engram.store.protocol import (
 from engram.store.providers import ProviderRecord, ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
+from engram.store.web_sessions import WebSessionStore
 
 if TYPE_CHECKING:
     from engram.extraction.conversation import (
@@ -154,6 +156,16 @@ class ScrubbingStore(_Audited):
         """OAuth clients, grants and token digests as they are (no free text but a client's
         registration); the audit entries are scrubbed."""
         return self._oauth
+
+    @property
+    def oauth_registry(self) -> ClientRegistry:
+        """Client registrations kept as sent (ids, redirect URIs, a client's own name)."""
+        return self.inner.oauth_registry
+
+    @property
+    def web_sessions(self) -> WebSessionStore:
+        """Browser sessions: token digests, user and environment ids, times; no text."""
+        return self.inner.web_sessions
 
     @property
     def export(self) -> Exporter:

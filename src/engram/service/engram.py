@@ -37,6 +37,7 @@ from engram.service.providers import ProviderService
 from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.service.vault import VaultService
+from engram.service.web_sessions import WebSessionService
 from engram.store import Store, open_store
 
 
@@ -75,6 +76,8 @@ class Engram:
         )
         # Engram as the OAuth authorization server of /mcp (remote MCP clients sign in)
         self.oauth = OAuthService(store, clock, self.audit, self.accounts)
+        # the dashboard's browser sessions (token digests in the store)
+        self.web_sessions = WebSessionService(store, clock, self.accounts)
         self.environments = EnvironmentService(store, clock, self.audit)
         self.memories = MemoryService(store, clock, self.environments, self.scrubber)
         self.search = SearchService(store, clock, self.environments, embedder)

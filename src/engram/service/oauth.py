@@ -25,7 +25,7 @@ from typing import Any
 from engram.accounts import Grant, Scope
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import InvalidInput, NotFound, PermissionDenied, Unauthenticated
+from engram.errors import InvalidInput, NotFound, PermissionDenied, Saturated, Unauthenticated
 from engram.ids import new_id
 from engram.service.accounts import AccountService
 from engram.service.audit import AuditLog
@@ -37,6 +37,12 @@ REFRESH_TTL = timedelta(days=30)
 CODE_TTL = timedelta(minutes=5)
 REQUEST_TTL = timedelta(minutes=15)
 """How long a sign-in page stays valid after the client sent the user to it."""
+UNCLAIMED_CLIENTS = 500
+"""At most this many registered clients may wait for their first grant; past that,
+registration answers 429 until some are claimed or removed."""
+UNCLAIMED_TTL = timedelta(hours=24)
+"""A client no user has consented to this long after it registered is removed (at the next
+registration)."""
 
 OAUTH_SCOPES: tuple[str, ...] = (Scope.READ.value, Scope.WRITE.value)
 """What a client may ask for (never ``admin``: keys for that come from ``engram keys``)."""
@@ -107,14 +113,29 @@ class OAuthService:
         self, store: Store, clock: Clock, audit: AuditLog, accounts: AccountService
     ) -> None:
         self._store = store.oauth
+        self._registry = store.oauth_registry
         self._clock = clock
         self._audit = audit
         self._accounts = accounts
 
     # -- clients (RFC 7591) ------------------------------------------------------------------
     def register_client(self, client_id: str, metadata: dict[str, Any]) -> None:
-        record = ClientRecord(client_id, json.dumps(metadata, sort_keys=True), self._clock())
-        self._store.put_client(record)
+        """Store a client's registration. Anyone may register, so the clients that no user
+        has consented to yet are bounded: those older than :data:`UNCLAIMED_TTL` are removed,
+        and past :data:`UNCLAIMED_CLIENTS` waiting ones this is :class:`Saturated` (nothing
+        stored)."""
+        now = self._clock()
+        record = ClientRecord(client_id, json.dumps(metadata, sort_keys=True), now)
+        if not self._registry.register(
+            record, stale_before=now - UNCLAIMED_TTL, cap=UNCLAIMED_CLIENTS
+        ):
+            hours = int(UNCLAIMED_TTL.total_seconds() // 3600)
+            raise Saturated(
+                f"{UNCLAIMED_CLIENTS} registered OAuth clients are waiting for a first sign-in, "
+                f"the most this server keeps; unused ones are removed after {hours} hours: "
+                "try again later",
+                retry_after=3600,
+            )
 
     def client(self, client_id: str) -> dict[str, Any] | None:
         record = self._store.get_client(client_id)

@@ -26,10 +26,12 @@ from engram.store.handoffs import HandoffStore
 from engram.store.idempotency import IdempotencyStore
 from engram.store.imports import ImportLedger
 from engram.store.oauth import OAuthStore
+from engram.store.oauth_registry import ClientRegistry
 from engram.store.profile import ProfileStore
 from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
 from engram.store.soul import SoulStore
+from engram.store.web_sessions import WebSessionStore
 
 Vector = npt.NDArray[np.float32]
 
@@ -198,6 +200,16 @@ class Store(Protocol):
     @property
     def oauth(self) -> OAuthStore:
         """The OAuth authorization server's clients, grants, codes and tokens (digests)."""
+        ...
+
+    @property
+    def oauth_registry(self) -> ClientRegistry:
+        """Dynamic client registration, bounded: unclaimed clients capped and cleaned up."""
+        ...
+
+    @property
+    def web_sessions(self) -> WebSessionStore:
+        """The dashboard's browser sessions (token digests)."""
         ...
 
     @property

@@ -8,7 +8,6 @@ API, with the viewer's actor, so every role and scope rule applies unchanged.
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -88,8 +87,7 @@ def _viewer(request: Request) -> Viewer:
 async def _posted(request: Request) -> Viewer:
     viewer = _viewer(request)
     form = await request.form()
-    sent = form.get("csrf")
-    if not isinstance(sent, str) or not hmac.compare_digest(sent, viewer.session.csrf):
+    if not viewer.auth.csrf_matches(viewer.session, form.get("csrf")):
         raise CsrfRefused
     return viewer
 

@@ -26,6 +26,7 @@ from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
 from engram.store.postgres.conversations import PostgresConversationStore
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
+from engram.store.postgres.dialect import PostgresClientRegistry, PostgresWebSessionStore
 from engram.store.postgres.export import PostgresExporter
 from engram.store.postgres.handoffs import PostgresHandoffStore
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
@@ -90,6 +91,8 @@ class PostgresStore:
         self.conversations = PostgresConversationStore(self.db)
         self.providers = PostgresProviderStore(self.db)
         self.oauth = PostgresOAuthStore(self.db)
+        self.oauth_registry = PostgresClientRegistry(self.db)
+        self.web_sessions = PostgresWebSessionStore(self.db)
         self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
         self.capture = PostgresCaptureStore(self.db)

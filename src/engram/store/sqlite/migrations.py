@@ -518,6 +518,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE capture_sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    Migration(
+        "0024_web_sessions",
+        (
+            # the dashboard's browser sessions (engram.store.web_sessions): a digest of the
+            # token, so a restart or another server process keeps everyone signed in
+            """CREATE TABLE web_sessions (
+                digest TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at REAL NOT NULL,
+                expires_at REAL NOT NULL,
+                environment TEXT
+            )""",
+            "CREATE INDEX web_sessions_user ON web_sessions (user_id)",
+            "CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)",
+        ),
+    ),
+    Migration(
+        "0025_oauth_clients_claimed",
+        (
+            # registration counts and cleans up the clients no grant names
+            # (engram.store.oauth_registry)
+            "CREATE INDEX oauth_grants_client ON oauth_grants (client_id)",
+            "CREATE INDEX oauth_clients_created ON oauth_clients (created_at)",
+        ),
+    ),
 )
 
 
