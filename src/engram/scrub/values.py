@@ -4,6 +4,7 @@ too), list or tuple, recursively, except identity fields (ids, versions, enums, 
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -50,7 +51,13 @@ def scrub_value(scrubber: Scrubber, value: T) -> tuple[T, Redactions]:
     return out, Redactions.merge(found)
 
 
+_LEAVES = frozenset({type(None), bool, int, float, datetime})
+"""Exact types with no free text, told apart before the general checks (most fields)."""
+
+
 def _walk(s: Scrubber, value: Any, found: list[Redactions]) -> Any:
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, Enum) or value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):

@@ -90,13 +90,16 @@ class FactIndexes:
         words: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         """After the write path's own commit (under :attr:`lock`): ``before`` is the stamp read
-        by its lookup. Apply the changes if the commit was the only write since. ``words``:
-        word sets the write already has, by text."""
-        after = self._store.memory_stamp()
-        if before is None or before != self._stamp or after != before + 1:
-            self._drop(after)
+        by its lookup. Apply the changes as if the commit was the only write since, without
+        reading the stamp again: the commit moved it by exactly one, so the next :meth:`index`
+        reads ``before + 1`` only if no other write came before or after it, and drops every
+        index otherwise. ``words``: word sets the write already has, by text."""
+        if not changes:  # nothing committed: the stamp did not move
             return
-        self._stamp = after
+        if before is None or before != self._stamp:
+            self._drop(None)
+            return
+        self._stamp = before + 1
         latest: dict[str, Memory] = {c.memory.id: c.memory for c in changes}
         for m in latest.values():
             env = self._envs.get(m.environment_id)
