@@ -90,7 +90,7 @@ class SQLiteStore:
         self.path = self.db.path
         self._queue: list[_WriteJob] = []
         self._queue_lock = threading.Lock()
-        self._vectors = VectorIndex()
+        self._vectors = VectorIndex(Path(f"{self.path}.vectors"))
         self._term_counts = fts.TermCounts()
         self.accounts = SQLiteAccountStore(self.db)
         self.audit = SQLiteAuditStore(self.db)
@@ -110,6 +110,10 @@ class SQLiteStore:
         return locks.run_exclusive(self.db, name)
 
     def close(self) -> None:
+        try:
+            self._vectors.save(self.db.reader())  # the next process starts from it
+        except (StorageError, sqlite3.Error, OSError):
+            pass  # a cache: the next process reads the vectors from the database instead
         self.db.close()
 
     def applied_migrations(self) -> list[str]:
@@ -392,6 +396,7 @@ class SQLiteStore:
             removed += conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk).rowcount
         if removed:
             conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+            self._vectors.discard_saved()
             # FTS5 (before SQLite 3.42's secure-delete) keeps a deleted row's terms in its
             # segments until they merge: merging them all now leaves the purged words nowhere
             conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
@@ -510,6 +515,7 @@ class SQLiteStore:
             ).rowcount
             if removed:
                 conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+                self._vectors.discard_saved()
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
