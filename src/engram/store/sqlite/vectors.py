@@ -33,8 +33,9 @@ allowed until it is searchable.
 **Kept between runs.** ``save`` (called when the store closes) writes the codes, the
 projection and the ``rev`` they reflect to ``<database>.vectors/``; the next process loads
 that file (a read of ``dim + 150`` bytes per row) and catches up from its ``rev`` instead of
-re-reading every blob. The file is a cache: a stale epoch or a ``rev`` ahead of the database
-(a restored backup) discards it, and deleting it is always safe.
+re-reading every blob. The file is a cache: a stale epoch, or a history other than the
+database's (a restored backup: the file's newest ``rev`` is ahead, or names other rows) discards
+it, and deleting it is always safe.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ class _Matrix:
         self.dim = dim
         self.n = 0
         self.rev = 0
+        # the newest rows read, (rev, seq, content hash): a saved copy is checked against them
+        self.recent: list[tuple[int, int, str]] = []
         self.blocks: list[npt.NDArray[np.int8]] = []
         self.scale: Vector = np.zeros(1024, dtype=np.float32)
         self.seqs = np.zeros(1024, dtype=np.int64)
@@ -254,6 +257,8 @@ class _Matrix:
             "layer": self.layer[:n],
             "status": self.status[:n],
             "env_ids": np.array(list(env_ids), dtype=np.str_),
+            "recent": np.array([(r, q) for r, q, _ in self.recent], dtype=np.int64).reshape(-1, 2),
+            "recent_hashes": np.array([h for _, _, h in self.recent], dtype=np.str_),
         }
         if self.mean is not None and self.basis is not None and self.low_scale is not None:
             out |= {"mean": self.mean, "basis": self.basis, "low_scale": self.low_scale}
@@ -268,6 +273,8 @@ class _Matrix:
             raise ValueError(f"vector cache format {fmt}")
         m = cls(dim)
         m.n, m.rev, m.fitted_at = n, rev, fitted_at
+        pairs, hashes = data["recent"], data["recent_hashes"]
+        m.recent = [(int(r), int(q), str(h)) for (r, q), h in zip(pairs, hashes, strict=True)]
         for name in ("scale", "seqs", "env", "layer", "status"):
             arr = data[name]
             setattr(m, name, np.concatenate([arr, np.zeros(1024, dtype=arr.dtype)]))
@@ -297,6 +304,9 @@ class VectorIndex:
         # the last query's first-stage scores: context assembly asks once per layer with the
         # same vector
         self._memo: tuple[object, npt.NDArray[np.float64]] | None = None
+        self.rows_read = 0
+        """Vector rows read from the database by refreshes (a restart that finds its copy on
+        disk reads only the rows written since it was saved)."""
 
     def _code(self, env_id: str) -> int:
         code = self._env_codes.get(env_id)
@@ -360,12 +370,14 @@ class VectorIndex:
             if matrix is not None:
                 self._models[model_id] = matrix
         cursor = conn.execute(
-            "SELECT v.memory_seq, m.environment_id, m.layer, m.status, v.dim, v.vector, v.rev "
+            "SELECT v.memory_seq, m.environment_id, m.layer, m.status, v.dim, v.vector, v.rev, "
+            "v.content_hash "
             "FROM memory_vectors v JOIN memories m ON m.seq = v.memory_seq "
             "WHERE v.model_id = ? AND v.rev > ? ORDER BY v.rev",
             (model_id, matrix.rev if matrix is not None else 0),
         )
         while chunk := cursor.fetchmany(LOAD_CHUNK):
+            self.rows_read += len(chunk)
             if matrix is None:
                 matrix = self._models[model_id] = _Matrix(chunk[0][4])
             matrix = self._put_chunk(matrix, chunk)
@@ -387,6 +399,16 @@ class VectorIndex:
         rev = conn.execute("SELECT value FROM store_meta WHERE key = 'vector_rev'").fetchone()
         if rev is None or matrix.rev > int(rev[0]):
             return None  # ahead of the database (a restored backup): not this history
+        # a restored backup written to since: its newest revs name other rows than the file's
+        if matrix.recent:
+            marks = ",".join("?" * len(matrix.recent))
+            now = conn.execute(
+                "SELECT rev, memory_seq, content_hash FROM memory_vectors "
+                f"WHERE model_id = ? AND rev IN ({marks})",
+                [model_id, *(r for r, _, _ in matrix.recent)],
+            ).fetchall()
+            if not set(map(tuple, now)) <= set(matrix.recent):
+                return None
         renumber = np.array([0, *(self._code(e) for e in env_ids)], dtype=np.int32)
         matrix.env[: matrix.n] = renumber[matrix.env[: matrix.n]]
         return matrix
@@ -404,6 +426,8 @@ class VectorIndex:
                 vectors.reshape(len(keep), matrix.dim),
             )
         matrix.rev = int(chunk[-1][6])  # type: ignore[call-overload]
+        tail = [(int(r[6]), int(r[0]), str(r[7])) for r in chunk[-64:]]  # type: ignore[call-overload]
+        matrix.recent = (matrix.recent + tail)[-64:]
         return matrix
 
     def search(
