@@ -34,7 +34,9 @@ def fill(engram: Engram, store: SQLiteStore, vectors: np.ndarray, env: str) -> l
     ids: list[str] = []
     for start in range(0, len(vectors), 500):
         batch = [
-            NewMemory(content=f"memory {next(WRITTEN)}", layer=Layer.FACT if i % 4 else Layer.EPISODE)
+            NewMemory(
+                content=f"memory {next(WRITTEN)}", layer=Layer.FACT if i % 4 else Layer.EPISODE
+            )
             for i in range(start, min(len(vectors), start + 500))
         ]
         ids += [m.id for m in engram.memories.add_many(batch, LOCAL, env)]

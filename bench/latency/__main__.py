@@ -33,6 +33,7 @@ import numpy as np
 from engram import LOCAL, Engram, MemoryFilter, NewMemory, Settings, Status
 from engram.embeddings import load_embedder
 from engram.store import open_store
+from engram.store.sqlite import SQLiteStore
 from engram.text import content_words
 
 TARGETS = {"assemble_p95_ms": 25.0, "ingest_per_s": 2000.0, "semantic_lag_s": 60.0}
@@ -82,7 +83,9 @@ def recall_at_10(engram: Engram, model_id: str, env_id: str, queries: list[str])
     assert engram.embedder is not None
     qv = np.asarray(engram.embedder.embed_batch(queries), dtype=np.float32)
     store = engram.store
-    conn = getattr(store, "inner", store).db.reader()  # the SQLite store under the scrubber
+    sqlite_store = getattr(store, "inner", store)  # the store under the scrubber
+    assert isinstance(sqlite_store, SQLiteStore)
+    conn = sqlite_store.db.reader()
     best = np.full((len(queries), 10), -np.inf, dtype=np.float32)
     best_seq = np.zeros((len(queries), 10), dtype=np.int64)
     cursor = conn.execute(

@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engram.accounts import AuditEntry
+from engram.errors import StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS
 from engram.store.idempotency import CURRENT, InFlight
@@ -110,10 +111,10 @@ class SQLiteStore:
         return locks.run_exclusive(self.db, name)
 
     def close(self) -> None:
-        try:
-            self._vectors.save(self.db.reader())  # the next process starts from it
-        except (StorageError, sqlite3.Error, OSError):
-            pass  # a cache: the next process reads the vectors from the database instead
+        # the next process starts from the copy saved; if saving fails, it reads the vectors
+        # from the database instead
+        with suppress(StorageError, sqlite3.Error, OSError):
+            self._vectors.save(self.db.reader())
         self.db.close()
 
     def applied_migrations(self) -> list[str]:

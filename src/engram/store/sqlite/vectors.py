@@ -82,7 +82,8 @@ def _query_codes(vector: Vector) -> npt.NDArray[np.int8]:
     peak = float(np.abs(vector).max())
     if peak == 0.0:
         return np.zeros((1, vector.shape[0]), dtype=np.int8)
-    return np.rint(vector * (127.0 / peak)).astype(np.int8)[None, :]
+    codes: npt.NDArray[np.int8] = np.rint(vector * (127.0 / peak)).astype(np.int8)
+    return codes.reshape(1, -1)
 
 
 def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
@@ -479,7 +480,11 @@ class VectorIndex:
 
     @staticmethod
     def _exact(
-        conn: sqlite3.Connection, model_id: str, query: Vector, seqs: npt.NDArray[np.int64], limit: int
+        conn: sqlite3.Connection,
+        model_id: str,
+        query: Vector,
+        seqs: npt.NDArray[np.int64],
+        limit: int,
     ) -> list[tuple[str, float]]:
         """The exact cosines of the rows kept, from their float32 vectors, best ``limit``."""
         marks = ",".join("?" * len(seqs))
