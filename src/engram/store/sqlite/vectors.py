@@ -60,7 +60,8 @@ PROJECT_FROM = 20_000
 """Rows from which the projected first stage is used (below, the full codes are as fast)."""
 PROJECTED_DIMS = 128
 FIT_SAMPLE = 20_000
-BLOCK = 1 << 16
+BLOCK_BITS = 14
+BLOCK = 1 << BLOCK_BITS
 """Rows per block of codes: the matrix grows a block at a time, never by copying."""
 LOAD_CHUNK = 20_000
 """Rows read from SQLite at a time when (re)loading: bounds the memory a full load borrows."""
@@ -174,8 +175,8 @@ class _Matrix:
         self.layer[rows] = layer
         self.status[rows] = status
         low = self._project(vectors) if self.basis is not None else None
-        for b in np.unique(rows >> 16):
-            inside = (rows >> 16) == b
+        for b in np.unique(rows >> BLOCK_BITS):
+            inside = (rows >> BLOCK_BITS) == b
             offsets = rows[inside] & (BLOCK - 1)
             self.blocks[b][offsets] = codes[inside]
             if low is not None:
@@ -183,14 +184,14 @@ class _Matrix:
 
     def dequantized(self, start: int, stop: int) -> Vector:
         """Rows ``start:stop`` (within one block) as float32."""
-        b, lo = start >> 16, start & (BLOCK - 1)
+        b, lo = start >> BLOCK_BITS, start & (BLOCK - 1)
         codes = self.blocks[b][lo : lo + stop - start]
         return codes.astype(np.float32) * self.scale[start:stop, None]
 
     def codes_of(self, rows: Rows) -> npt.NDArray[np.int8]:
         out = np.empty((len(rows), self.dim), dtype=np.int8)
-        for b in np.unique(rows >> 16):
-            inside = (rows >> 16) == b
+        for b in np.unique(rows >> BLOCK_BITS):
+            inside = (rows >> BLOCK_BITS) == b
             out[inside] = self.blocks[b][rows[inside] & (BLOCK - 1)]
         return out
 
