@@ -227,6 +227,7 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     for i in range(size - tail, size):
         engram.memories.add(new(i), LOCAL, env)
     full_rate = tail / max(time.perf_counter() - t, 1e-9)
+    rss_ingested = rss_now_mb()
 
     # every memory searchable by meaning: the background indexer catches up
     t = time.perf_counter()
@@ -239,6 +240,7 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     engram.indexer.stop()
     engram.search.search("warm up", LOCAL, environment=env)  # loads the vectors
     lag = time.perf_counter() - t
+    rss_indexed = rss_now_mb()
 
     it = iter(queries * 3)
     search_lat = timed(lambda: engram.search.search(next(it), LOCAL, environment=env), n_queries)
@@ -283,6 +285,11 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
         ),
         ("peak RSS of the process (MB)", f"{rss_mb:,.0f}", ""),
         ("  before the store opened (MB)", f"{rss_before:,.0f}", ""),
+        (
+            "  after ingest / indexing + 1st search (MB)",
+            f"{rss_ingested:,.0f} / {rss_indexed:,.0f}",
+            "",
+        ),
         ("  the store's, per memory (bytes)", f"{(rss_mb - rss_before) * 2**20 / size:,.0f}", ""),
     ]
     if recall is not None:

@@ -63,7 +63,7 @@ FIT_SAMPLE = 20_000
 BLOCK_BITS = 14
 BLOCK = 1 << BLOCK_BITS
 """Rows per block of codes: the matrix grows a block at a time, never by copying."""
-LOAD_CHUNK = 20_000
+LOAD_CHUNK = 4096
 """Rows read from SQLite at a time when (re)loading: bounds the memory a full load borrows."""
 FORMAT = 1
 
