@@ -174,7 +174,7 @@ def test_compact_scan_equals_the_exact_scan_and_follows_writes_and_restarts(
     same()
     store.close()
     saved = list(Path(f"{path}.vectors").glob("*.npz"))
-    assert len(saved) == 1
+    assert len(saved) == 1 and saved[0].stat().st_mode & 0o077 == 0  # private, as the database
 
     # a restart loads the copy kept on close and reads only what was written after it
     store, engram = open_scan(path)

@@ -341,7 +341,10 @@ class VectorIndex:
                 tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
                 arrays = matrix.arrays(env_ids)
                 arrays["epoch"] = np.array([self._epoch], dtype=np.int64)
-                np.savez(tmp, **arrays)  # type: ignore[arg-type]
+                # 0600 like the database: the codes say what the memories are about
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "wb") as out:
+                    np.savez(out, **arrays)  # type: ignore[arg-type]
                 os.replace(tmp, path)
 
     def discard_saved(self) -> None:
