@@ -32,10 +32,10 @@ allowed until it is searchable.
 
 **Kept between runs.** ``save`` (called when the store closes) writes the codes, the
 projection and the ``rev`` they reflect to ``<database>.vectors/``; the next process loads
-that file (a read of ``dim + 150`` bytes per row) and catches up from its ``rev`` instead of
-re-reading every blob. The file is a cache: a stale epoch, or a history other than the
-database's (a restored backup: the file's newest ``rev`` is ahead, or names other rows) discards
-it, and deleting it is always safe.
+that file (about ``dim + 146`` bytes a row: the codes, the projection and the row data) and
+catches up from its ``rev`` instead of re-reading every blob. The file is a cache: a stale
+epoch, or a history other than the database's (a restored backup: the file's newest ``rev`` is
+ahead, or names other rows) discards it, and deleting it is always safe.
 """
 
 from __future__ import annotations
