@@ -4,19 +4,22 @@ exact scan: the same ids in the same order, with exact cosines, through refits a
 
 from __future__ import annotations
 
+import itertools
+import shutil
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
+from engram import LOCAL, Engram, Layer, MemoryFilter, MemoryPatch, NewMemory, Status
 from engram.store import EmbeddingUpdate
 from engram.store.sqlite import SQLiteStore
 from engram.store.sqlite.vectors import PROJECTED_DIMS, VectorIndex
 from tests.conftest import FakeClock
 
 MODEL = "clustered-384"
+WRITTEN = itertools.count()  # every memory's text differs (a vector is a function of its text)
 DIM = 384
 
 
@@ -31,7 +34,9 @@ def fill(engram: Engram, store: SQLiteStore, vectors: np.ndarray, env: str) -> l
     ids: list[str] = []
     for start in range(0, len(vectors), 500):
         batch = [
-            NewMemory(content=f"memory {i}", layer=Layer.FACT if i % 4 else Layer.EPISODE)
+            NewMemory(
+                content=f"memory {next(WRITTEN)}", layer=Layer.FACT if i % 4 else Layer.EPISODE
+            )
             for i in range(start, min(len(vectors), start + 500))
         ]
         ids += [m.id for m in engram.memories.add_many(batch, LOCAL, env)]
@@ -98,4 +103,128 @@ def test_small_matrices_and_small_models_stay_exact(tmp_path: Path) -> None:
     fill(engram, store, clustered(rng, 600, rng.standard_normal((5, DIM)).astype(np.float32)), "e")
     store.vector_search(np.ones(DIM, np.float32) / np.sqrt(DIM), MODEL, MemoryFilter(), limit=5)
     assert store._vectors._models[MODEL].basis is None  # below project_from
+    store.close()
+
+
+def exact_top(
+    store: SQLiteStore, query: np.ndarray, limit: int, statuses: tuple[str, ...] = ("active",)
+) -> list[str]:
+    """The exact scan: every stored float32 vector of the model, in the given statuses."""
+    marks = ",".join("?" * len(statuses))
+    rows = (
+        store.db.reader()
+        .execute(
+            "SELECT m.id, v.vector FROM memory_vectors v JOIN memories m ON m.seq = v.memory_seq "
+            f"WHERE v.model_id = ? AND m.status IN ({marks})",
+            (MODEL, *statuses),
+        )
+        .fetchall()
+    )
+    scores = np.array([float(np.frombuffer(r[1], dtype=np.float32) @ query) for r in rows])
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i][0]))[:limit]
+    return [rows[i][0] for i in order]
+
+
+def compact(store: SQLiteStore, query: np.ndarray, limit: int) -> list[str]:
+    flt = MemoryFilter(statuses=[Status.ACTIVE])
+    return [h.memory_id for h in store.vector_search(query, MODEL, flt, limit=limit)]
+
+
+def open_scan(path: Path) -> tuple[SQLiteStore, Engram]:
+    store = SQLiteStore(path)
+    store._vectors = VectorIndex(Path(f"{path}.vectors"), project_from=1000)
+    return store, Engram(store, clock=FakeClock())
+
+
+@pytest.mark.slow
+def test_compact_scan_equals_the_exact_scan_and_follows_writes_and_restarts(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((8, DIM)).astype(np.float32)
+    path = tmp_path / "v.db"
+    store, engram = open_scan(path)
+    engram.environments.create("e", LOCAL)
+    ids = fill(engram, store, clustered(rng, 3000, centres), "e")
+    queries = clustered(rng, 12, centres)
+
+    def same(limits: tuple[int, ...] = (10, 100)) -> None:
+        for q in queries:
+            for limit in limits:
+                assert compact(store, q, limit) == exact_top(store, q, limit)
+
+    same()
+    assert store._vectors._models[MODEL].basis is not None  # the projected first stage ran
+    # adds: new rows are searchable at the next search
+    near = queries[0] + 0.01 * rng.standard_normal(DIM).astype(np.float32)
+    added = fill(engram, store, (near / np.linalg.norm(near))[None, :], "e")
+    assert compact(store, queries[0], 1) == added
+    # deletes: a deleted memory leaves the active results; a purged one leaves the store
+    engram.memories.delete(added[0], LOCAL)
+    assert added[0] not in compact(store, queries[0], 10)
+    top = compact(store, queries[1], 1)[0]
+    engram.memories.purge([top], LOCAL)
+    assert top not in compact(store, queries[1], 100)
+    # updates: a memory whose content changed gets its new vector, not the old one
+    moved = ids[5]
+    engram.memories.update(moved, MemoryPatch(content="moved elsewhere"), LOCAL)
+    pending = {p.memory_id: p for p in store.pending_embeddings(MODEL, limit=10)}
+    store.put_embeddings(MODEL, [EmbeddingUpdate(moved, pending[moved].content_hash, queries[2])])
+    assert compact(store, queries[2], 1) == [moved]
+    same()
+    store.close()
+    saved = list(Path(f"{path}.vectors").glob("*.npz"))
+    assert len(saved) == 1 and saved[0].stat().st_mode & 0o077 == 0  # private, as the database
+
+    # a restart loads the copy kept on close and reads only what was written after it
+    store, engram = open_scan(path)
+    more = clustered(rng, 40, centres)
+    later = fill(engram, store, more, "e")
+    same()
+    assert store._vectors.rows_read == len(later)
+    assert compact(store, more[0], 1) == [later[0]]
+    store.close()
+
+
+def test_a_purge_deletes_the_copy_on_disk_and_a_copy_ahead_of_the_database_is_ignored(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((4, DIM)).astype(np.float32)
+    path = tmp_path / "v.db"
+    store, engram = open_scan(path)
+    engram.environments.create("e", LOCAL)
+    ids = fill(engram, store, clustered(rng, 300, centres), "e")
+    q = clustered(rng, 1, centres)[0]
+    store.vector_search(q, MODEL, MemoryFilter(), limit=5)
+    store.close()
+    cache = Path(f"{path}.vectors")
+    assert list(cache.glob("*.npz"))
+    store, engram = open_scan(path)
+    engram.memories.purge([ids[0]], LOCAL)
+    assert not list(cache.glob("*.npz"))  # the purged vector survives in no cache
+    assert ids[0] not in compact(store, q, 300)
+    store.close()
+
+    # an older copy of the database (a restored backup) beside a newer vector file: the new
+    # memories written after the restore take the seqs the file knows with other vectors
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{path}{suffix}").exists():
+            shutil.copy(f"{path}{suffix}", backup / f"v.db{suffix}")
+    store, engram = open_scan(path)
+    fill(engram, store, clustered(rng, 30, centres), "e")
+    compact(store, q, 5)
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+        if (backup / f"v.db{suffix}").exists():
+            shutil.copy(backup / f"v.db{suffix}", f"{path}{suffix}")
+    store, engram = open_scan(path)
+    elsewhere = clustered(rng, 30, rng.standard_normal((1, DIM)).astype(np.float32))
+    after = fill(engram, store, elsewhere, "e")
+    assert compact(store, elsewhere[3], 1) == [after[3]]
+    assert compact(store, q, 50) == exact_top(store, q, 50)
+    assert store._vectors.rows_read == 299 + 30  # the file was not used
     store.close()

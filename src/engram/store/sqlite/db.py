@@ -95,6 +95,9 @@ class SQLiteDatabase:
                 raise StorageError("the store is closed")
             conn = _connect(self.path)
             conn.execute("PRAGMA query_only = ON")  # a reader never writes
+            # 16 MiB: a reader's cache is dropped at every commit of another connection, and
+            # one per thread adds up (the writer keeps 64 MiB: its cache survives its commits)
+            conn.execute("PRAGMA cache_size = -16384")
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

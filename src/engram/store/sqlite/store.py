@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from engram.accounts import AuditEntry
+from engram.errors import StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS
 from engram.store.idempotency import CURRENT, InFlight
@@ -92,7 +93,7 @@ class SQLiteStore:
         self.path = self.db.path
         self._queue: list[_WriteJob] = []
         self._queue_lock = threading.Lock()
-        self._vectors = VectorIndex()
+        self._vectors = VectorIndex(Path(f"{self.path}.vectors"))
         self._term_counts = fts.TermCounts()
         self.accounts = SQLiteAccountStore(self.db)
         self.audit = SQLiteAuditStore(self.db)
@@ -114,6 +115,10 @@ class SQLiteStore:
         return locks.run_exclusive(self.db, name)
 
     def close(self) -> None:
+        # the next process starts from the copy saved; if saving fails, it reads the vectors
+        # from the database instead
+        with suppress(StorageError, sqlite3.Error, OSError):
+            self._vectors.save(self.db.reader())
         self.db.close()
 
     def applied_migrations(self) -> list[str]:
@@ -404,6 +409,7 @@ class SQLiteStore:
             conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
             # a purge is a write: an index kept in step with the stamp must forget them too
             conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
+            self._vectors.discard_saved()
             # FTS5 (before SQLite 3.42's secure-delete) keeps a deleted row's terms in its
             # segments until they merge: merging them all now leaves the purged words nowhere
             conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
@@ -522,6 +528,7 @@ class SQLiteStore:
             ).rowcount
             if removed:
                 conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'vector_epoch'")
+                self._vectors.discard_saved()
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
