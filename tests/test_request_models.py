@@ -292,6 +292,10 @@ def test_the_shared_limits_are_the_services(edges: tuple[Any, dict[str, Any]]) -
     assert query == {"type": "string", "maxLength": MAX_QUERY_CHARS}  # no minLength
     limit = mcp.bounds(tools["recall"]["properties"]["limit"])
     assert limit == {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS}
+    # a bound given before a JSON-number check stays in the schema on both edges
+    provider = Schemas(tools["set_llm_provider"])
+    timeout = provider.bounds(tools["set_llm_provider"]["properties"]["timeout"])
+    assert timeout == {"type": "number", "exclusiveMinimum": 0.0, "maximum": 600.0}
 
 
 def test_the_comparison_sees_a_difference(edges: tuple[Any, dict[str, Any]]) -> None:

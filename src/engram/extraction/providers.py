@@ -12,7 +12,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from engram.errors import EngramError
-from engram.limits import InputModel, StrictFloat
+from engram.limits import JSON_NUMBER, InputModel
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ BaseUrl = Annotated[str, Field(max_length=2_000)]
 _KEY_BOUNDS = Field(min_length=1, max_length=1_000)
 ApiKeyText = Annotated[str, _KEY_BOUNDS]
 """An API key as a caller sends it (held as a ``SecretStr`` once validated)."""
-Timeout = Annotated[StrictFloat, Field(gt=0, le=600)]
+Timeout = Annotated[float, Field(gt=0, le=600), JSON_NUMBER]
 """Seconds to wait for a provider."""
 
 
