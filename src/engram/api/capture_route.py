@@ -23,6 +23,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from pydantic import StringConstraints, TypeAdapter, ValidationError
+from starlette._utils import get_route_path
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, NoMatchFound
@@ -49,7 +50,11 @@ class CaptureEventsRoute(BaseRoute):
         self.settings = settings
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] == "http" and scope["path"] == EVENTS_PATH and scope["method"] == "POST":
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and get_route_path(scope) == EVENTS_PATH  # as every route matches (root_path off)
+        ):
             return Match.FULL, {"route": self, "path_params": {}}
         return Match.NONE, {}
 

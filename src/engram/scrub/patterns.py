@@ -194,7 +194,7 @@ BUILTIN: tuple[Pattern, ...] = (
         r"(?<![A-Za-z0-9_])(?:aws_?)?(?:secret_?access_?key|session_?token)[\"']?[ \t]*+[:=]"
         r"[ \t]*+[\"']?" + _NOT_MARKER + r"(?P<secret>[A-Za-z0-9/+=]{16,4096}+)",
         IGNORECASE,
-        needles=("secret", "session"),
+        needles=("secretaccess", "secret_access", "sessiontoken", "session_token"),
         fold=True,
     ),
     Pattern(
