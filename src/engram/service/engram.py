@@ -140,15 +140,18 @@ class Engram:
         self.providers = ProviderService(store.providers, keys, clock, self.audit)
 
     @classmethod
-    def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
+    def open(
+        cls, settings: Settings, *, clock: Clock = system_clock, embedder: Embedder | None = None
+    ) -> Engram:
+        """The system the settings describe; ``embedder``: one already loaded (the server's
+        workers share theirs), else the settings' own."""
         prepare_home(settings.home)  # 0700, every file in it 0600 (older homes too)
         return cls(
             open_store(settings.database_url),
             clock=clock,
             secret=load_secret(settings.home),
-            embedder=load_embedder(
-                settings.embedder, settings.model_cache, settings.embeddings_api_key
-            ),
+            embedder=embedder
+            or load_embedder(settings.embedder, settings.model_cache, settings.embeddings_api_key),
             scrubber=Scrubber(settings.scrub),
             home=settings.home,
             handoffs=settings.handoffs,

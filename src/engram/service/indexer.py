@@ -85,11 +85,18 @@ class Indexer:
         self._stop.clear()
 
         def loop() -> None:
+            # a pass reads the whole store to find what lacks a vector: skipped while no memory
+            # was written since the last one found nothing (by any process on the store)
+            idle_at: int | None = None
             while not self._stop.is_set():
                 self._wake.wait(interval)
                 self._wake.clear()
                 try:
-                    self.run_once()
+                    stamp = self._store.memory_stamp()
+                    if stamp == idle_at:
+                        continue
+                    if self.run_once() == 0:
+                        idle_at = stamp
                 except Exception:  # keep the worker alive; the next pass retries
                     log.exception("embedding pass failed")
 
