@@ -85,7 +85,8 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     errors.install(app)
     idempotency.install(app, service, settings)  # Idempotency-Key on every write
     app.add_middleware(RequestLimits)  # size limits first: nothing oversized is reserved
-    app.add_middleware(Shed, limit=settings.max_in_flight)  # 429 beyond the in-flight bound
+    # 429 beyond the in-flight bound
+    app.add_middleware(Shed, limit=settings.max_in_flight, metrics=app.state.metrics)
     app.add_middleware(Observe, metrics=app.state.metrics)  # outermost: counts replays too
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)

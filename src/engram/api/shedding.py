@@ -12,6 +12,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.api.errors import error_response
+from engram.api.observability import Metrics
 
 RETRY_AFTER_S = 1
 """What a shed request is told to wait (seconds, the unit of ``Retry-After``)."""
@@ -19,21 +20,21 @@ NEVER_SHED = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class Shed:
-    """ASGI middleware that bounds the requests in flight (``limit`` 0: unbounded)."""
+    """ASGI middleware that bounds the requests in flight (``limit`` 0: unbounded), and
+    reports them in ``metrics`` (``engram_http_requests_in_flight``, ``…_shed_total``)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, metrics: Metrics) -> None:
         self.app = app
         self.limit = limit
+        self.metrics = metrics
         self.in_flight = 0
-        self.shed = 0
-        """Requests refused so far (for tests and logs)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.limit or scope["path"] in NEVER_SHED:
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.limit:
-            self.shed += 1
+            self.metrics.shed.inc()
             response = error_response(
                 429,
                 "saturated",
@@ -45,6 +46,7 @@ class Shed:
             await response(scope, receive, send)
             return
         self.in_flight += 1
+        self.metrics.in_flight.set(self.in_flight)
         holding = True
 
         def release() -> None:
@@ -52,6 +54,7 @@ class Shed:
             if holding:
                 holding = False
                 self.in_flight -= 1
+                self.metrics.in_flight.set(self.in_flight)
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
