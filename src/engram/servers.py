@@ -73,11 +73,16 @@ def run_http(
     """Serve until SIGINT/SIGTERM (on ``sock`` when given, else the settings' address), with
     the background jobs unless ``jobs`` is false (``maintenance_every`` seconds between
     sweeps; 0: never)."""
+    import threading
+
     import uvicorn
 
     from engram.api.server import uvicorn_options
     from engram.service.jobs import BackgroundJobs
 
+    # the model and the vector index load while the app is built (both wait on I/O and numpy,
+    # which release the GIL): the first semantic search finds them ready
+    threading.Thread(target=_warm, args=(engram,), name="engram-warm", daemon=True).start()
     config = uvicorn.Config(
         http_app(engram, settings),
         host=settings.host,
@@ -96,6 +101,15 @@ def run_http(
     finally:
         if background is not None:
             background.stop()
+
+
+def _warm(engram: Engram) -> None:
+    import logging
+
+    try:
+        engram.warm()
+    except Exception:  # the first request loads whatever failed here, and reports it
+        logging.getLogger("engram.api").exception("warming up failed")
 
 
 def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every: float) -> int:

@@ -13,6 +13,7 @@ from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
 from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.lifecycle.config import LifecycleConfig
+from engram.models import MemoryFilter
 from engram.private_files import prepare_home
 from engram.scrub import Scrubber
 from engram.scrub.store import ScrubbingStore
@@ -38,6 +39,7 @@ from engram.service.search import SearchService
 from engram.service.soul import SoulService
 from engram.service.vault import VaultService
 from engram.store import Store, open_store
+from engram.tokens import count_tokens
 
 
 class Engram:
@@ -183,6 +185,16 @@ class Engram:
             )
             out.append((item.memory.id, item.memory.content, relevance))
         return out
+
+    def warm(self) -> None:
+        """Load now what the first search would: the embedding model, the store's vector index
+        and the tokenizer (a server calls this beside its start-up, so that its first semantic
+        search is as fast as any other)."""
+        count_tokens("warm up")
+        if self.embedder is None:
+            return
+        vector = self.embedder.embed_batch(["warm up"])[0]
+        self.store.vector_search(vector, self.embedder.model_id, MemoryFilter(), limit=1)
 
     def index_pending(self, max_items: int | None = None) -> int:
         """Embed memories that have no vector for the current model yet; return how many."""

@@ -8,7 +8,11 @@ process, or by any other path in this one: an edit, a delete, maintenance) drops
 and the next lookups use the store's keyword search until the environment is indexed again.
 Building an index reads every active fact of the environment, so it is built only after
 ``max(8, size / 200)`` lookups have gone to the store since the last drop (a one-shot CLI
-write never builds one; a server builds it on its first few writes).
+write never builds one; a server builds it on its first few writes). An index dropped before it
+served that many lookups did not repay its build: the next build waits twice as long (up to
+:data:`MAX_BACKOFF` times), so that several server processes writing to one store (each write
+by one drops the others' indexes) do not spend their time rebuilding; an index that lives long
+enough resets the wait.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from engram.store import Change, Store
 WARM_LOOKUPS = 8
 REBUILD_SHARE = 200
 """An index of n facts is rebuilt after n / REBUILD_SHARE lookups through the store."""
+MAX_BACKOFF = 64
 
 
 @dataclass
@@ -31,6 +36,14 @@ class _Env:
     index: CandidateIndex | None = None
     misses: int = 0
     size: int = 0
+    served: int = 0
+    """Lookups the current index answered."""
+    backoff: int = 1
+
+    @property
+    def worth(self) -> int:
+        """Lookups through the store that a build costs about as much as."""
+        return max(WARM_LOOKUPS, self.size // REBUILD_SHARE)
 
 
 class FactIndexes:
@@ -40,6 +53,8 @@ class FactIndexes:
         """Held by the write path from lookup to commit."""
         self._envs: dict[str, _Env] = {}
         self._stamp: int | None = None
+        self.builds = 0
+        """Indexes built so far."""
 
     def index(self, env_id: str, lookups: int = 1) -> CandidateIndex | None:
         """The environment's index if it is current (call under :attr:`lock`), building it when
@@ -51,9 +66,10 @@ class FactIndexes:
             self._drop(stamp)
         env = self._envs.setdefault(env_id, _Env())
         if env.index is not None:
+            env.served += max(lookups, 1)
             return env.index
         env.misses += max(lookups, 1)
-        if env.misses < max(WARM_LOOKUPS, env.size // REBUILD_SHARE):
+        if env.misses < env.worth * env.backoff:
             return None
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT], statuses=[Status.ACTIVE])
         total = self._store.count(flt)
@@ -61,6 +77,8 @@ class FactIndexes:
         if self._store.memory_stamp() != stamp:  # written meanwhile: try again later
             return None
         env.index, env.misses, env.size = CandidateIndex(facts), 0, len(facts)
+        env.served = max(lookups, 1)
+        self.builds += 1
         return env.index
 
     def committed(self, before: int | None, changes: Sequence[Change]) -> None:
@@ -88,5 +106,7 @@ class FactIndexes:
     def _drop(self, stamp: int | None) -> None:
         for env in self._envs.values():
             if env.index is not None:
+                repaid = env.served >= env.worth
+                env.backoff = 1 if repaid else min(2 * env.backoff, MAX_BACKOFF)
                 env.index, env.misses = None, 0
         self._stamp = stamp
