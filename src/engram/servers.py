@@ -119,13 +119,13 @@ def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every
     from dataclasses import replace
 
     from engram.api.prefork import bind, serve_forked
-    from engram.embeddings import load_embedder
+    from engram.embeddings import LazyEmbedder, load_embedder
 
     for module in ("engram.api", "engram.mcp.http", "engram.web", "engram.oauth", "uvicorn"):
         __import__(module)
     embedder = load_embedder(settings.embedder, settings.model_cache, settings.embeddings_api_key)
-    if embedder is not None:
-        embedder.embed_batch(["warm up"])  # the model, loaded once and shared by the workers
+    if isinstance(embedder, LazyEmbedder):
+        embedder.inner()  # a local model, loaded once and shared by the workers
     sock = bind(server.host, server.port)
     server = replace(server, port=sock.getsockname()[1])
 
