@@ -1,14 +1,17 @@
 """A real uvicorn server on a loopback port, in a thread, for the block of a ``with``: the live
 API tests, the SDK tests and the capture tests (the hook client and the real agents post to it)
-all start theirs here."""
+all start theirs here. :func:`start_serve` starts a real ``engram serve`` process instead."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -64,3 +67,29 @@ def serve(
     """``build(engram, settings)`` (default: the REST app) served by :func:`running`; yields
     its URL."""
     return running(lambda p: build(engram, ServerSettings(port=p)), port)
+
+
+def start_serve(
+    env: dict[str, str], args: Sequence[str], log: Path, port: int
+) -> subprocess.Popen[bytes]:
+    """``engram serve ARGS`` as a process of its own (output appended to ``log``), once its
+    ``/readyz`` on ``port`` answers 200."""
+    import httpx
+
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engram", "serve", "--log-level", "warning", *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, f"the server exited: {log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, "the server did not start"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)

@@ -14,6 +14,7 @@ import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -74,20 +75,27 @@ def pg_admin_url() -> Iterator[str]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_url(pg_admin_url: str) -> Iterator[str]:
-    """A fresh, migrated database for one test, dropped afterwards."""
-    name = "engram_test_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+@contextmanager
+def fresh_database(admin_url: str, prefix: str = "engram_test_") -> Iterator[str]:
+    """A fresh, migrated database (a copy of the template) for the block, dropped afterwards."""
+    name = prefix + uuid.uuid4().hex[:12]
+    with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
                 sql.Identifier(name), sql.Identifier(TEMPLATE)
             )
         )
     try:
-        yield database_url(pg_admin_url, name)
+        yield database_url(admin_url, name)
     finally:
-        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture
+def pg_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh, migrated database for one test, dropped afterwards."""
+    with fresh_database(pg_admin_url) as url:
+        yield url

@@ -3,6 +3,7 @@ fixture; shared by the API and SDK tests. The tests here check the server itself
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +53,8 @@ def live(tmp_path: Path) -> Iterator[Live]:
 
 def test_health_ready_metrics_docs(live: Live) -> None:
     with live.client() as c:
-        assert c.get("/healthz").json() == {"status": "ok"}
-        assert c.get("/readyz").json() == {"status": "ready"}
+        assert c.get("/healthz").json() == {"status": "ok", "pid": os.getpid()}  # in-thread
+        assert c.get("/readyz").json() == {"status": "ready", "pid": os.getpid()}
         assert c.get("/docs").status_code == 200
         spec = c.get("/openapi.json").json()
         assert "/api/v1/facts" in spec["paths"] and "/api/v1/audit" in spec["paths"]

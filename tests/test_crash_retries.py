@@ -23,6 +23,7 @@ import httpx
 from engram import NewMemory
 from engram.errors import EngramError
 from engram.sdk import Client, Retry
+from tests.live_server import start_serve
 
 ENGRAM = [sys.executable, "-m", "engram"]
 WRITERS = 6
@@ -37,23 +38,7 @@ def _free_port() -> int:
 
 
 def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [*ENGRAM, "serve", "--port", str(port), "--log-level", "warning"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None, f"the server exited: {log.read_text()[-2000:]}"
-        assert time.monotonic() < deadline, "the server did not start"
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
+    return start_serve(env, ["--port", str(port)], log, port)
 
 
 def test_sigkilled_server_with_retrying_clients(tmp_path: Path, model_cache: Path) -> None:

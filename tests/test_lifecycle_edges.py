@@ -193,3 +193,24 @@ def test_a_batch_counts_one_lookup_per_fact_toward_building_the_index(
             [NewMemory(content=f"Fact {i} about otters") for i in range(WARM_LOOKUPS)], LOCAL
         )
         assert [o.action for o in out] == [WriteAction.MERGED] * WARM_LOOKUPS
+
+
+def test_writes_from_another_process_do_not_keep_the_index_rebuilding(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """Two servers on one file, writing in turn: each write by one drops the other's index, so
+    an index never repays its build; the builds back off (a handful, not one per warm-up) and
+    dedup still sees the other's facts."""
+    path = tmp_path / "shared.db"
+    with (
+        Engram(SQLiteStore(path), clock=clock) as a,
+        Engram(SQLiteStore(path), clock=clock) as b,
+    ):
+        a.environments.ensure_default(LOCAL)
+        for i in range(120):
+            a.lifecycle.remember(NewMemory(content=f"Alpha fact {i} about herons"), LOCAL)
+            b.lifecycle.remember(NewMemory(content=f"Beta fact {i} about cranes"), LOCAL)
+        builds = b.lifecycle._writes._indexes.builds
+        assert 1 <= builds <= 5, builds  # without the back-off: one per 8 lookups, ~13
+        again = b.lifecycle.remember(NewMemory(content="Alpha fact 7 about herons"), LOCAL)
+        assert again.action is WriteAction.MERGED

@@ -109,6 +109,8 @@ class Settings:
 # -- the HTTP server (engram serve) ------------------------------------------------------------
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+DEFAULT_MAX_IN_FLIGHT = 32
+"""Per server process: about what its threadpool runs at once (more would only queue)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -133,6 +135,10 @@ class ServerSettings:
     in the MCP resource metadata, and its host is accepted in Host and Origin headers."""
     allowed_hosts: tuple[str, ...] = ()
     """More host names (``name`` or ``name:port``) accepted in Host and Origin headers on /mcp."""
+    workers: int = 1
+    """Server processes sharing the listening socket (and the store)."""
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    """Requests in flight per process beyond which one is answered 429 (0: unbounded)."""
 
     @property
     def base_url(self) -> str:
@@ -143,6 +149,12 @@ class ServerSettings:
         return f"http://{host}:{self.port}"
 
     def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise InvalidInput(f"workers must be at least 1, got {self.workers}", field="workers")
+        if self.max_in_flight < 0:
+            raise InvalidInput(
+                f"max in flight must be 0 or more, got {self.max_in_flight}", field="max_in_flight"
+            )
         if not 0 <= self.port <= 65535:
             raise InvalidInput(f"port must be 0-65535, got {self.port}", field="port")
         if self.public_url is not None:

@@ -7,6 +7,9 @@ each other.
   with a user's password), with embedding and maintenance in the background; with auth,
   Engram's OAuth authorization server (:mod:`engram.oauth`) signs remote MCP clients in to
   ``/mcp``.
+- ``engram serve --workers N``: N such processes on one listening socket
+  (:mod:`engram.api.prefork`), each with its own :class:`Engram` over the one store; the first
+  also runs the background jobs.
 - ``engram mcp``: MCP on stdio (:mod:`engram.mcp.stdio`).
 
 The CLI calls these; frameworks load only when one runs (the imports are inside).
@@ -16,10 +19,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engram.config import ServerSettings
+from engram.config import ServerSettings, Settings
 from engram.service import Engram
 
 if TYPE_CHECKING:
+    import socket
+
     from fastapi import FastAPI
 
 
@@ -57,14 +62,27 @@ def configure_logging(level: str) -> None:
     configure(level)
 
 
-def run_http(engram: Engram, settings: ServerSettings, *, maintenance_every: float) -> None:
-    """Serve until SIGINT/SIGTERM, with the background jobs (``maintenance_every`` seconds
-    between sweeps; 0: never)."""
+def run_http(
+    engram: Engram,
+    settings: ServerSettings,
+    *,
+    maintenance_every: float,
+    sock: socket.socket | None = None,
+    jobs: bool = True,
+) -> None:
+    """Serve until SIGINT/SIGTERM (on ``sock`` when given, else the settings' address), with
+    the background jobs unless ``jobs`` is false (``maintenance_every`` seconds between
+    sweeps; 0: never)."""
+    import threading
+
     import uvicorn
 
     from engram.api.server import uvicorn_options
     from engram.service.jobs import BackgroundJobs
 
+    # the model and the vector index load while the app is built (both wait on I/O and numpy,
+    # which release the GIL): the first semantic search finds them ready
+    threading.Thread(target=_warm, args=(engram,), name="engram-warm", daemon=True).start()
     config = uvicorn.Config(
         http_app(engram, settings),
         host=settings.host,
@@ -75,12 +93,53 @@ def run_http(engram: Engram, settings: ServerSettings, *, maintenance_every: flo
         server_header=False,
         **uvicorn_options(),  # request-head limits: a long URL gets 414, not a reset
     )
-    jobs = BackgroundJobs(engram, maintenance_every)
-    jobs.start()
+    background = BackgroundJobs(engram, maintenance_every) if jobs else None
+    if background is not None:
+        background.start()
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=None if sock is None else [sock])
     finally:
-        jobs.stop()
+        if background is not None:
+            background.stop()
+
+
+def _warm(engram: Engram) -> None:
+    import logging
+
+    try:
+        engram.warm()
+    except Exception:  # the first request loads whatever failed here, and reports it
+        logging.getLogger("engram.api").exception("warming up failed")
+
+
+def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every: float) -> int:
+    """``server.workers`` processes on one socket, each opening the store itself; the first
+    runs the indexer and maintenance. The frameworks and the embedding model are loaded before
+    the fork, so the workers share them and start at once. Returns the exit status."""
+    from dataclasses import replace
+
+    from engram.api.prefork import bind, serve_forked
+    from engram.embeddings import LazyEmbedder, load_embedder
+
+    for module in ("engram.api", "engram.mcp.http", "engram.web", "engram.oauth", "uvicorn"):
+        __import__(module)
+    embedder = load_embedder(settings.embedder, settings.model_cache, settings.embeddings_api_key)
+    if isinstance(embedder, LazyEmbedder):
+        embedder.inner()  # a local model, loaded once and shared by the workers
+    sock = bind(server.host, server.port)
+    server = replace(server, port=sock.getsockname()[1])
+
+    def worker(index: int) -> int:
+        with Engram.open(settings, embedder=embedder) as engram:
+            run_http(
+                engram, server, maintenance_every=maintenance_every, sock=sock, jobs=index == 0
+            )
+        return 0
+
+    try:
+        return serve_forked(server.workers, worker)
+    finally:
+        sock.close()
 
 
 def run_stdio(

@@ -36,6 +36,7 @@ from engram.api.routers import (
     soul,
     users,
 )
+from engram.api.shedding import Shed
 from engram.config import ServerSettings
 from engram.service import Engram
 
@@ -84,6 +85,8 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     errors.install(app)
     idempotency.install(app, service, settings)  # Idempotency-Key on every write
     app.add_middleware(RequestLimits)  # size limits first: nothing oversized is reserved
+    # 429 beyond the in-flight bound
+    app.add_middleware(Shed, limit=settings.max_in_flight, metrics=app.state.metrics)
     app.add_middleware(Observe, metrics=app.state.metrics)  # outermost: counts replays too
     app.include_router(health.router)
     api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)

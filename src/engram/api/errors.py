@@ -77,6 +77,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (413, "The request body is over the size limit"),
         (414, "The URL is over the length limit"),
         (422, "Invalid input, or a body that is not UTF-8 JSON"),
+        (429, "The server is saturated: retry after the Retry-After seconds"),
         (431, "The request headers are over the size limit"),
     )
 }
@@ -94,6 +95,8 @@ def error_response(
 ) -> JSONResponse:
     body = ErrorBody(error=ErrorDetail(code=code, message=message, details=details or {}))
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 429:  # saturated: when to try again (the error's own hint, else 1 s)
+        headers = {"Retry-After": str((details or {}).get("retry_after", 1))}
     return JSONResponse(jsonable_encoder(body.model_dump()), status_code=status, headers=headers)
 
 

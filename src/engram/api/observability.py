@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("engram.api")
@@ -61,6 +61,16 @@ class Metrics:
             "engram_http_request_duration_seconds",
             "HTTP request latency by method and route template",
             ["method", "route"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "engram_http_requests_in_flight",
+            "Requests of this process not answered yet (load shedding bounds them)",
+            registry=self.registry,
+        )
+        self.shed = Counter(
+            "engram_http_requests_shed_total",
+            "Requests answered 429 because too many were in flight",
             registry=self.registry,
         )
 

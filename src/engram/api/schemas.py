@@ -175,3 +175,6 @@ class KeyIn(_Body):
 
 class Health(BaseModel):
     status: str
+    pid: int | None = Field(
+        default=None, description="The server process that answered (one of its workers)"
+    )

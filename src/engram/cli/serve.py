@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Annotated
 
 import typer
 
 from engram.cli.common import state
-from engram.config import DEFAULT_HOST, DEFAULT_PORT, ServerSettings
+from engram.config import DEFAULT_HOST, DEFAULT_MAX_IN_FLIGHT, DEFAULT_PORT, ServerSettings
 from engram.service import Engram
 
 
@@ -43,6 +44,23 @@ def serve(
             "address with none given, /mcp accepts any Host (every request needs a key).",
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Server processes over the one store (0: one per core). Each answers any "
+            "request; the first also embeds and maintains. With several, MCP over HTTP is "
+            "stateless and a dashboard sign-in holds only in the worker that made it.",
+        ),
+    ] = 1,
+    max_in_flight: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Requests in flight per process beyond which a request is answered 429 with "
+            "Retry-After (0: unbounded).",
+        ),
+    ] = DEFAULT_MAX_IN_FLIGHT,
 ) -> None:
     """Serve the REST API (docs at /docs, health at /healthz and /readyz, metrics at /metrics).
 
@@ -50,6 +68,7 @@ def serve(
     within seconds) and every environment is maintained on a schedule (dedup, contradiction,
     decay, compaction; see 'engram maintain'). Logs are JSON lines on stderr. SIGINT/SIGTERM
     stop accepting connections, finish in-flight requests (up to 10 s) and close the database.
+    With several workers, each is a process of its own on the one port.
     """
     from engram import servers
     from engram.cli.keys import bootstrap
@@ -63,15 +82,24 @@ def serve(
         log_level=log_level,
         public_url=public_url or settings.public_url,
         allowed_hosts=tuple(hosts) or settings.allowed_hosts,
+        workers=workers or os.cpu_count() or 1,
+        max_in_flight=max_in_flight,
     )
     servers.configure_logging(log_level)
+    every = maintenance_every * 3600
     with Engram.open(settings) as engram:
         engram.environments.ensure_default(state(ctx).actor)
         if bootstrap(engram, settings.home) is not None:
             logging.getLogger("engram.api").info(
                 "owner token written", extra={"path": str(settings.home / "token")}
             )
-        servers.run_http(engram, server_settings, maintenance_every=maintenance_every * 3600)
+        if server_settings.workers == 1:
+            servers.run_http(engram, server_settings, maintenance_every=every)
+            return
+    # the workers open the store themselves: nothing of it may cross the fork
+    code = servers.run_workers(settings, server_settings, maintenance_every=every)
+    if code:
+        raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

@@ -167,7 +167,11 @@ def mount(
     else:
         server = build_server(binding)
     mcp_app = server.streamable_http_app(
-        streamable_http_path=PATH, transport_security=transport_security(settings)
+        streamable_http_path=PATH,
+        transport_security=transport_security(settings),
+        # with several server processes, a session's next request may reach another one: each
+        # request then stands alone (the tools keep no state between calls)
+        stateless_http=settings.workers > 1,
     )
     if settings.auth:
         metadata = protected_resource_metadata(

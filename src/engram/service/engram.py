@@ -13,6 +13,7 @@ from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
 from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.lifecycle.config import LifecycleConfig
+from engram.models import MemoryFilter
 from engram.private_files import prepare_home
 from engram.scrub import Scrubber
 from engram.scrub.store import ScrubbingStore
@@ -39,6 +40,7 @@ from engram.service.soul import SoulService
 from engram.service.vault import VaultService
 from engram.service.web_sessions import WebSessionService
 from engram.store import Store, open_store
+from engram.tokens import count_tokens
 
 
 class Engram:
@@ -143,15 +145,18 @@ class Engram:
         self.providers = ProviderService(store.providers, keys, clock, self.audit)
 
     @classmethod
-    def open(cls, settings: Settings, *, clock: Clock = system_clock) -> Engram:
+    def open(
+        cls, settings: Settings, *, clock: Clock = system_clock, embedder: Embedder | None = None
+    ) -> Engram:
+        """The system the settings describe; ``embedder``: one already loaded (the server's
+        workers share theirs), else the settings' own."""
         prepare_home(settings.home)  # 0700, every file in it 0600 (older homes too)
         return cls(
             open_store(settings.database_url),
             clock=clock,
             secret=load_secret(settings.home),
-            embedder=load_embedder(
-                settings.embedder, settings.model_cache, settings.embeddings_api_key
-            ),
+            embedder=embedder
+            or load_embedder(settings.embedder, settings.model_cache, settings.embeddings_api_key),
             scrubber=Scrubber(settings.scrub),
             home=settings.home,
             handoffs=settings.handoffs,
@@ -183,6 +188,16 @@ class Engram:
             )
             out.append((item.memory.id, item.memory.content, relevance))
         return out
+
+    def warm(self) -> None:
+        """Load now what the first search would: the embedding model, the store's vector index
+        and the tokenizer (a server calls this beside its start-up, so that its first semantic
+        search is as fast as any other)."""
+        count_tokens("warm up")
+        if self.embedder is None:
+            return
+        vector = self.embedder.embed_batch(["warm up"])[0]
+        self.store.vector_search(vector, self.embedder.model_id, MemoryFilter(), limit=1)
 
     def index_pending(self, max_items: int | None = None) -> int:
         """Embed memories that have no vector for the current model yet; return how many."""

@@ -10,7 +10,10 @@ Building an index reads the text of every active fact of the environment
 (:meth:`Store.memory_texts`), so it is built only after ``max(8, size / 400)`` lookups have gone
 to the store since the last drop (a one-shot CLI write never builds one; a server builds it on
 its first few writes). A write with nothing to look up (``lifecycle: false``, episodes) neither
-counts toward a build nor waits for one.
+counts toward a build nor waits for one. An index dropped before it served that many lookups did
+not repay its build: the next build waits twice as long (up to :data:`MAX_BACKOFF` times), so
+that several server processes writing to one store (each write by one drops the others'
+indexes) do not spend their time rebuilding; an index that lives long enough resets the wait.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ REBUILD_SHARE = 400
 """An index of n facts is rebuilt after n / REBUILD_SHARE lookups through the store: about what
 the build costs (reading n texts and their words) in lookups through the store's keyword search,
 as measured at 10k and 100k facts."""
+MAX_BACKOFF = 64
 
 
 @dataclass
@@ -37,6 +41,14 @@ class _Env:
     index: CandidateIndex | None = None
     misses: int = 0
     size: int = 0
+    served: int = 0
+    """Lookups the current index answered."""
+    backoff: int = 1
+
+    @property
+    def worth(self) -> int:
+        """Lookups through the store that a build costs about as much as."""
+        return max(WARM_LOOKUPS, self.size // REBUILD_SHARE)
 
 
 @contextmanager
@@ -60,6 +72,8 @@ class FactIndexes:
         """Held by the write path from lookup to commit."""
         self._envs: dict[str, _Env] = {}
         self._stamp: int | None = None
+        self.builds = 0
+        """Indexes built so far."""
 
     def index(self, env_id: str, lookups: int = 1) -> CandidateIndex | None:
         """The environment's index if it is current (call under :attr:`lock`), building it when
@@ -70,10 +84,13 @@ class FactIndexes:
         if stamp != self._stamp:
             self._drop(stamp)
         env = self._envs.setdefault(env_id, _Env())
-        if env.index is not None or lookups <= 0:
+        if lookups <= 0:
+            return env.index
+        if env.index is not None:
+            env.served += lookups
             return env.index
         env.misses += lookups
-        if env.misses < max(WARM_LOOKUPS, env.size // REBUILD_SHARE):
+        if env.misses < env.worth * env.backoff:
             return None
         flt = MemoryFilter(environment_ids=[env_id], layers=[Layer.FACT], statuses=[Status.ACTIVE])
         with _no_collection():
@@ -81,6 +98,8 @@ class FactIndexes:
             if self._store.memory_stamp() != stamp:  # written meanwhile: try again later
                 return None
             env.index, env.misses, env.size = CandidateIndex(facts), 0, len(facts)
+        env.served = lookups
+        self.builds += 1
         return env.index
 
     def committed(
@@ -117,5 +136,7 @@ class FactIndexes:
     def _drop(self, stamp: int | None) -> None:
         for env in self._envs.values():
             if env.index is not None:
+                repaid = env.served >= env.worth
+                env.backoff = 1 if repaid else min(2 * env.backoff, MAX_BACKOFF)
                 env.index, env.misses = None, 0
         self._stamp = stamp

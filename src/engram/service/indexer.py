@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from engram.accounts import Scope
@@ -14,6 +15,11 @@ from engram.service.environments import require_scope
 from engram.store import EmbeddingUpdate, Store
 
 log = logging.getLogger(__name__)
+
+IDLE_SHARE = 10
+"""After a pass that found nothing to embed, the next waits this many times its duration
+(at most :data:`MAX_IDLE_WAIT` seconds)."""
+MAX_IDLE_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -85,11 +91,26 @@ class Indexer:
         self._stop.clear()
 
         def loop() -> None:
+            # a pass reads the whole store to find what lacks a vector: skipped while no memory
+            # was written since the last one found nothing (by any process on the store), and
+            # after a pass that found nothing the next waits ``IDLE_SHARE`` times as long as it
+            # took, so that finding nothing costs at most about a tenth of a core
+            idle_at: int | None = None
+            wait = interval
             while not self._stop.is_set():
-                self._wake.wait(interval)
+                self._wake.wait(wait)
                 self._wake.clear()
                 try:
-                    self.run_once()
+                    stamp = self._store.memory_stamp()
+                    if stamp == idle_at:
+                        continue
+                    started = time.monotonic()
+                    if self.run_once() == 0:
+                        idle_at = stamp
+                        took = time.monotonic() - started
+                        wait = min(max(interval, IDLE_SHARE * took), MAX_IDLE_WAIT)
+                    else:
+                        wait = interval
                 except Exception:  # keep the worker alive; the next pass retries
                     log.exception("embedding pass failed")
 

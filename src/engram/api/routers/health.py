@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -15,7 +17,7 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz", summary="The process is up")
 def healthz() -> Health:
-    return Health(status="ok")
+    return Health(status="ok", pid=os.getpid())
 
 
 @router.get(
@@ -29,7 +31,7 @@ def readyz(engram: EngramDep) -> Response | Health:
         engram.store.applied_migrations()
     except EngramError as exc:
         return error_response(503, "not_ready", exc.message)
-    return Health(status="ready")
+    return Health(status="ready", pid=os.getpid())
 
 
 @router.get(
