@@ -14,7 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from starlette.middleware.base import RequestResponseEndpoint
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.errors import EngramError, InvalidInput
 from engram.service import Engram
@@ -68,8 +69,39 @@ Handler = Callable[[Request, Exception], Awaitable[Response] | Response]
 
 
 def _ours(request: Request) -> bool:
-    path = request.url.path
+    return _is_ours(request.url.path)
+
+
+def _is_ours(path: str) -> bool:
     return path == PREFIX or path.startswith(PREFIX + "/")
+
+
+class SecurityHeaders:
+    """Plain ASGI: the dashboard's pages get their security headers; every other request (the
+    API, the hooks' capture route, MCP) passes through untouched, at no cost per request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not _is_ours(path):
+            await self.app(scope, receive, send)
+            return
+        static = path.startswith(STATIC)
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["Content-Security-Policy"] = CSP
+                headers["X-Content-Type-Options"] = "nosniff"
+                headers["Referrer-Policy"] = "no-referrer"
+                headers["X-Frame-Options"] = "DENY"
+                if not static:  # pages hold CSRF tokens and data
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def _html_errors(app: FastAPI) -> None:
@@ -112,17 +144,7 @@ def mount(app: FastAPI, engram: Engram) -> None:
     app.state.web_uploads = transfer.Uploads()
     _html_errors(app)
 
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next: RequestResponseEndpoint) -> Response:
-        response = await call_next(request)
-        if _ours(request):
-            response.headers["Content-Security-Policy"] = CSP
-            response.headers["X-Content-Type-Options"] = "nosniff"
-            response.headers["Referrer-Policy"] = "no-referrer"
-            response.headers["X-Frame-Options"] = "DENY"
-            if not request.url.path.startswith(STATIC):  # pages hold CSRF tokens and data
-                response.headers["Cache-Control"] = "no-store"
-        return response
+    app.add_middleware(SecurityHeaders)
 
     @app.get("/", include_in_schema=False)
     def home() -> RedirectResponse:
