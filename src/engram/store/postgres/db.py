@@ -39,6 +39,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engram.errors import Conflict, StorageError
 from engram.store.idempotency import CURRENT, mark_executed
+from engram.store.postgres.vectors import register
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 P = ParamSpec("P")
@@ -81,6 +82,11 @@ def retried(method: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
+def _configure(conn: Connection) -> None:
+    """Each new pooled connection: the parameter types the stores send (vectors in binary)."""
+    register(conn.adapters)
+
+
 def lock_key(name: str) -> int:
     """A stable signed 64-bit advisory-lock key for ``name`` (the same in every process)."""
     digest = hashlib.sha256(f"engram:{name}".encode()).digest()
@@ -110,6 +116,7 @@ class PostgresDatabase:
                 kwargs={"autocommit": True, "options": "-c TimeZone=UTC"},
                 open=True,
                 name="engram",
+                configure=_configure,
             )
             self.pool.wait(timeout=timeout)
         except (psycopg.Error, PoolTimeout) as exc:

@@ -515,6 +515,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE capture_sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    Migration(
+        "0020_vector_index_state",
+        (
+            # 'deferred' while a bulk load stores vectors without the HNSW index (see hnsw.py)
+            "ALTER TABLE vector_indexes ADD COLUMN state TEXT NOT NULL DEFAULT 'ready' "
+            "CHECK (state IN ('ready', 'deferred'))",
+        ),
+    ),
 )
 
 

@@ -20,7 +20,7 @@ from psycopg import sql
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS
-from engram.store.postgres import keywords, vectors
+from engram.store.postgres import hnsw, keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -94,11 +94,22 @@ class PostgresStore:
         self.capture = PostgresCaptureStore(self.db)
         self.handoffs = PostgresHandoffStore(self.db)
         self.imports = PostgresImportLedger(self.db)
+        self._builder = hnsw.Builder(self.db)
         self._term_frequencies = keywords.TermFrequencies()
         self._lexeme_cache: dict[str, frozenset[str]] = {}
 
     def close(self) -> None:
+        self._builder.close()
         self.db.close()
+
+    def vector_indexes_ready(self) -> bool:
+        """Whether every HNSW index is built (none deferred by a bulk load, see :mod:`.hnsw`);
+        until then vector search scans exactly. PostgreSQL only."""
+        with self.db.reader() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM vector_indexes WHERE state != 'ready'"
+            ).fetchone()
+        return not (row and row[0])
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         # a session advisory lock: released by PostgreSQL if this process dies holding it
@@ -318,7 +329,7 @@ class PostgresStore:
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
         dim = int(vector.shape[0])
-        literal = vectors.vector_literal(vector)
+        literal = vectors.Embedding(vector)
         cond, params = where(flt)
         # the HNSW index yields the nearest ``pool`` vectors of the model (a materialised
         # scan, so the planner cannot trade it for a join over every memory); the filter then
@@ -370,9 +381,7 @@ class PostgresStore:
             "WHERE {model_cond} AND v.memory_id = ANY(%s)"
         ).format(dist=dist, model_cond=model_cond)
         with self.db.reader() as conn:
-            rows = conn.execute(
-                query, (vectors.vector_literal(vector), list(memory_ids))
-            ).fetchall()
+            rows = conn.execute(query, (vectors.Embedding(vector), list(memory_ids))).fetchall()
         return {r[0]: float(r[1]) for r in rows}
 
     def pending_embeddings(
@@ -395,31 +404,34 @@ class PostgresStore:
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
-        with self.db.tx() as conn:
-            for dim in sorted({int(u.vector.shape[0]) for u in updates}):
-                vectors.ensure_index(conn, model_id, dim)
         # rows locked in one order everywhere: concurrent upserters (indexers, maintenance
         # runs) queue instead of deadlocking
-        rows = [
-            (
-                model_id,
-                u.content_hash,
-                int(u.vector.shape[0]),
-                vectors.vector_literal(u.vector),
-                u.memory_id,
-            )
-            for u in sorted(updates, key=lambda u: u.memory_id)
-        ]
-        if len(rows) < PARALLEL_PUT_FROM:
-            self._put_rows(rows)
-            return
-        # HNSW inserts dominate and run in the server process of each connection: two
-        # transactions over disjoint halves use two cores (measured: twice the rate)
-        half = len(rows) // 2
-        with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
-            list(pool.map(self._put_rows, (rows[:half], rows[half:])))
+        by_dim: dict[int, list[tuple[str, str, int, vectors.Embedding, str]]] = {}
+        for u in sorted(updates, key=lambda u: u.memory_id):
+            dim = int(u.vector.shape[0])
+            row = (model_id, u.content_hash, dim, vectors.Embedding(u.vector), u.memory_id)
+            by_dim.setdefault(dim, []).append(row)
+        with self.db.reader() as conn:
+            found = conn.execute(
+                "SELECT max(seq) FROM memories WHERE id = ANY(%s)",
+                ([u.memory_id for u in updates],),
+            ).fetchone()
+        last_seq = int(found[0]) if found and found[0] is not None else 0
+        for dim, rows in sorted(by_dim.items()):
+            target = hnsw.Target(model_id, dim)
+            deferred = hnsw.prepare(self.db, target, last_seq, len(rows))
+            if deferred or len(rows) < PARALLEL_PUT_FROM:
+                self._put_rows(rows)  # without the index, storing is cheap
+            else:
+                # HNSW inserts dominate and run in the server process of each connection: two
+                # transactions over disjoint halves use two cores (measured: twice the rate)
+                half = len(rows) // 2
+                with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
+                    list(pool.map(self._put_rows, (rows[:half], rows[half:])))
+            if deferred:
+                self._builder.settle(target, last_seq)
 
-    def _put_rows(self, rows: list[tuple[str, str, int, str, str]]) -> None:
+    def _put_rows(self, rows: list[tuple[str, str, int, vectors.Embedding, str]]) -> None:
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
@@ -429,7 +441,7 @@ class PostgresStore:
             removed = conn.execute(
                 "DELETE FROM memory_vectors WHERE model_id != %s", (keep_model_id,)
             ).rowcount
-            vectors.drop_indexes_except(conn, keep_model_id)
+            hnsw.drop_except(conn, keep_model_id)
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
