@@ -10,12 +10,12 @@ keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rares
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from psycopg import sql
 
@@ -40,6 +40,7 @@ from engram.store.postgres.providers import PostgresProviderStore
 from engram.store.postgres.reviews import PostgresReviewStore
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
+    FILTER_COLUMNS,
     ROWS,
     WRITE_COLUMNS,
     environment_from_row,
@@ -112,7 +113,7 @@ class PostgresStore:
         self._queue_lock = threading.Lock()
         self._queue: list[_WriteJob] = []
         self._term_frequencies = keywords.TermFrequencies()
-        self._lexeme_cache: dict[str, frozenset[str]] = {}
+        self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
 
     def close(self) -> None:
         self._builder.close()
@@ -309,7 +310,11 @@ class PostgresStore:
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self.db.tx() as conn:
+        with self.db.tx(pipeline=True) as conn:
+            # access counts are a ranking signal, not data: their commit does not wait for the
+            # WAL flush (a crash may lose the last fraction of a second of them, never more,
+            # and never part of a transaction); every search and assembly makes one
+            conn.execute("SET LOCAL synchronous_commit = off")
             # one bump per mention, rows locked in id order (no deadlock between readers)
             conn.execute(
                 "UPDATE memories m SET access_count = m.access_count + c.n, "
@@ -343,19 +348,24 @@ class PostgresStore:
                 return []
             # few matches in all: read them through the GIN index (OFFSET 0 keeps the planner
             # from trading that for a scan of the filter's rows, its choice without statistics)
+            # the matches' columns the ranking and the filter read (not the whole rows)
+            cols = ", ".join(("tsv", "keyword_text", "keyword_context", "seq", *FILTER_COLUMNS))
             source = (
-                "(SELECT * FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
+                f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
                 if planned.bounded
-                else "(SELECT * FROM memories WHERE tsv @@ %s::tsquery) m"
+                else f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery) m"
             )
-            # own text and context lexemes of the hits kept (not of every row the sort sees)
+            # own text and context lexemes of the hits kept (not of every row the sort sees);
+            # without context the own text is the whole keyword text, whose lexemes the stored
+            # tsvector holds already (no parsing)
             rows = conn.execute(
-                "SELECT t.id, t.score, t.layer, tsvector_to_array(to_tsvector('english', "
-                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - "
-                "CASE WHEN t.keyword_context = '' THEN 0 ELSE 1 END))), "
-                "tsvector_to_array(to_tsvector('english', t.keyword_context)) FROM ("
+                "SELECT t.id, t.score, t.layer, CASE WHEN t.keyword_context = '' "
+                "THEN tsvector_to_array(t.tsv) ELSE tsvector_to_array(to_tsvector('english', "
+                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - 1))) "
+                "END, CASE WHEN t.keyword_context = '' THEN '{}'::text[] "
+                "ELSE tsvector_to_array(to_tsvector('english', t.keyword_context)) END FROM ("
                 "SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) AS score, m.layer, m.keyword_text, "
-                f"m.keyword_context, m.seq FROM {source} WHERE {cond} "
+                f"m.keyword_context, m.seq, m.tsv FROM {source} WHERE {cond} "
                 "ORDER BY 2 DESC, m.seq DESC LIMIT %s) t ORDER BY t.score DESC, t.seq DESC",
                 [planned.tsquery, planned.tsquery, *params, limit],
             ).fetchall()
@@ -368,18 +378,10 @@ class PostgresStore:
             hits.append(Hit(r[0], float(r[1]), found, context, Layer(r[2])))
         return hits
 
-    def _lexemes(self, conn: Any, words: Sequence[str]) -> dict[str, set[str]]:
+    def _lexemes(self, conn: Connection, words: list[str]) -> dict[str, set[str]]:
         """Each word's lexemes as the english configuration makes them (cached)."""
-        missing = [w for w in words if w not in self._lexeme_cache]
-        if missing:
-            rows = conn.execute(
-                "SELECT w, tsvector_to_array(to_tsvector('english', w)) FROM unnest(%s::text[]) w",
-                (missing,),
-            ).fetchall()
-            if len(self._lexeme_cache) > 100_000:
-                self._lexeme_cache.clear()
-            self._lexeme_cache.update((r[0], frozenset(r[1])) for r in rows)
-        return {w: set(self._lexeme_cache.get(w, frozenset())) for w in words}
+        known = self._term_frequencies.terms(conn, words)
+        return {w: set(known[w].lexemes) for w in words}
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
@@ -394,27 +396,25 @@ class PostgresStore:
         # the filtered set holds. A filter that passes fewer than ``pool`` memories (an empty
         # layer, a small environment) goes straight to the exact scan.
         pool = min(1000, max(2 * limit, 100))
-        with self.db.reader() as conn, conn.transaction():
-            passing = conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {cond} LIMIT %s) s",
-                [*params, pool],
-            ).fetchone()
-            if passing is None or passing[0] == 0:
-                return []
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(pool)))
-            model_cond, dist = vectors.distance(model_id, dim)
-            query = sql.SQL(
-                "WITH nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
-                "WHERE {model_cond} ORDER BY {dist} LIMIT %s) "
-                "SELECT m.id, 1 - nn.d FROM nn CROSS JOIN LATERAL "
-                "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
-                # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
-                "OFFSET 0) m "
-                "ORDER BY nn.d, m.seq LIMIT %s"
-            ).format(dist=dist, model_cond=model_cond)
-            rows = []
-            if passing[0] >= pool:
-                rows = conn.execute(query, [literal, literal, pool, *params, limit]).fetchall()
+        model_cond, dist = vectors.distance(model_id, dim)
+        # one round trip: the count of memories passing the filter (up to ``pool``) is a
+        # one-time filter of the HNSW scan, which runs only if the filter passes that many
+        query = sql.SQL(
+            "WITH passing AS MATERIALIZED (SELECT count(*) AS n FROM "
+            "(SELECT 1 FROM memories m WHERE " + cond + " LIMIT %s) s), "
+            "nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
+            "WHERE {model_cond} AND (SELECT n FROM passing) >= %s ORDER BY {dist} LIMIT %s) "
+            "SELECT m.id, 1 - nn.d FROM nn CROSS JOIN LATERAL "
+            "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
+            # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
+            "OFFSET 0) m "
+            "ORDER BY nn.d, m.seq LIMIT %s"
+        ).format(dist=dist, model_cond=model_cond)
+        with self.db.reader() as conn:
+            self._ef_search(conn, pool)
+            rows = conn.execute(
+                query, [*params, pool, literal, pool, literal, pool, *params, limit]
+            ).fetchall()
             if len(rows) < limit:
                 model_cond, dist = vectors.distance(model_id, dim, exact=True)
                 query = sql.SQL(
@@ -424,6 +424,13 @@ class PostgresStore:
                 ).format(dist=dist, model_cond=model_cond)
                 rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
+
+    def _ef_search(self, conn: Connection, ef: int) -> None:
+        """``hnsw.ef_search`` for this pooled connection's session, set only when it changes
+        (a ``SET LOCAL`` would cost a transaction and two more round trips per search)."""
+        if self._ef_searches.get(conn) != ef:
+            conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
+            self._ef_searches[conn] = ef
 
     def vector_scores(
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
