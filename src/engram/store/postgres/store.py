@@ -9,12 +9,10 @@ keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rares
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
 
 from psycopg import sql
@@ -22,7 +20,7 @@ from psycopg import sql
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS
-from engram.store.idempotency import CURRENT, InFlight
+from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.postgres import hnsw, keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
@@ -79,16 +77,6 @@ _VECTOR_UPSERT = (
 )
 
 
-@dataclass(eq=False)
-class _WriteJob:
-    changes: Sequence[Change]
-    audit: Sequence[AuditEntry]
-    inflight: InFlight | None
-    """The idempotent request that queued it: whoever commits the group marks its key."""
-    done: bool = False
-    error: Exception | None = None
-
-
 class PostgresStore:
     """Implements :class:`engram.store.protocol.Store` on PostgreSQL with pgvector."""
 
@@ -109,9 +97,7 @@ class PostgresStore:
         self.handoffs = PostgresHandoffStore(self.db)
         self.imports = PostgresImportLedger(self.db)
         self._builder = hnsw.Builder(self.db)
-        self._leader = threading.Lock()
-        self._queue_lock = threading.Lock()
-        self._queue: list[_WriteJob] = []
+        self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
         self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
 
@@ -186,47 +172,17 @@ class PostgresStore:
 
     # -- memories ----------------------------------------------------------------------------
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
-        """Group commit: concurrent writers in this process queue their changes, and whoever
-        holds the leader lock commits every queued write in one pipelined transaction (one
-        round trip and one WAL flush for the group, one hold of the stamp's row lock). A group
-        that fails is written again one write at a time, so a failing write never takes the
-        others down."""
-        if not changes:
-            return
-        job = _WriteJob(changes, audit, CURRENT.get())
-        with self._queue_lock:
-            self._queue.append(job)
-        with self._leader:
-            if not job.done:
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                self._commit_batch(batch)
-        if job.error is not None:
-            raise job.error
-
-    def _commit_batch(self, batch: list[_WriteJob]) -> None:
-        try:
-            if len(batch) == 1:
-                self._write_alone(batch[0])
-            else:
-                self._write_group(batch)
-        except Exception as exc:
-            if len(batch) == 1:
-                batch[0].error = exc
-            else:
-                for job in batch:  # isolate the failure: each write alone
-                    try:
-                        self._write_alone(job)
-                    except Exception as single:
-                        job.error = single
-        for job in batch:
-            job.done = True
+        """Group commit (:mod:`engram.store.group_commit`): each group one pipelined
+        transaction (one round trip, one WAL flush, one hold of the stamp's row lock); a write
+        alone is retried when PostgreSQL aborts it for contention."""
+        if changes:
+            self._group.write(WriteJob(changes, audit))
 
     @retried
-    def _write_alone(self, job: _WriteJob) -> None:
+    def _write_alone(self, job: WriteJob) -> None:
         self._write_group([job])
 
-    def _write_group(self, batch: list[_WriteJob]) -> None:
+    def _write_group(self, batch: list[WriteJob]) -> None:
         requests = [job.inflight for job in batch]
         with self.db.tx(pipeline=True, requests=requests) as conn, conn.cursor() as cur:
             insert_audit(cur, [e for job in batch for e in job.audit])
