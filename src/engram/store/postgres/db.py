@@ -30,7 +30,7 @@ import hashlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
@@ -38,7 +38,8 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engram.errors import Conflict, StorageError
-from engram.store.idempotency import CURRENT, mark_executed
+from engram.store.idempotency import CURRENT, InFlight, mark_executed
+from engram.store.postgres.vectors import register
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 P = ParamSpec("P")
@@ -81,6 +82,11 @@ def retried(method: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
+def _configure(conn: Connection) -> None:
+    """Each new pooled connection: the parameter types the stores send (vectors in binary)."""
+    register(conn.adapters)
+
+
 def lock_key(name: str) -> int:
     """A stable signed 64-bit advisory-lock key for ``name`` (the same in every process)."""
     digest = hashlib.sha256(f"engram:{name}".encode()).digest()
@@ -110,6 +116,7 @@ class PostgresDatabase:
                 kwargs={"autocommit": True, "options": "-c TimeZone=UTC"},
                 open=True,
                 name="engram",
+                configure=_configure,
             )
             self.pool.wait(timeout=timeout)
         except (psycopg.Error, PoolTimeout) as exc:
@@ -136,13 +143,26 @@ class PostgresDatabase:
             raise StorageError(f"no PostgreSQL connection available: {exc}") from exc
 
     @contextmanager
-    def tx(self) -> Iterator[Connection]:
+    def tx(
+        self, *, pipeline: bool = False, requests: Sequence[InFlight | None] | None = None
+    ) -> Iterator[Connection]:
         """One transaction: committed when the block ends, rolled back if it raises. A broken
-        unique or reference rule surfaces as :class:`Conflict` (the caller's view was stale)."""
+        unique or reference rule surfaces as :class:`Conflict` (the caller's view was stale).
+        ``pipeline``: the statements are sent without waiting for each result (psycopg's
+        pipeline mode; the block must not read results) and the transaction costs one round
+        trip (no BEGIN and COMMIT of their own). ``requests``: the reserved requests whose
+        writes it commits (default: the one in flight in this context)."""
+        marks = [CURRENT.get()] if requests is None else list(requests)
         try:
-            with self.connection() as conn, conn.transaction():
+            with (
+                self.connection() as conn,
+                # a pipeline's statements up to its sync are one implicit transaction,
+                # committed at the sync, all rolled back if one fails
+                conn.pipeline() if pipeline else conn.transaction(),
+            ):
                 yield conn
-                mark_executed(conn, CURRENT.get(), "%s")  # a reserved request in flight wrote
+                for inflight in marks:  # a reserved request in flight wrote
+                    mark_executed(conn, inflight, "%s")
         except psycopg.errors.IntegrityError as exc:
             raise Conflict(f"the change clashes with stored data: {exc}") from exc
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:

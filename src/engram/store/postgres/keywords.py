@@ -26,21 +26,48 @@ CACHE_SECONDS = 300.0
 
 log = logging.getLogger(__name__)
 
-# each term's english tsquery (stemmed; stopwords give an empty query and drop out)
-_LEXEMES = (
-    "SELECT t, plainto_tsquery('english', t)::text FROM unnest(%s::text[]) AS t "
-    "WHERE numnode(plainto_tsquery('english', t)) > 0"
+# each term's english tsquery (stemmed; a stopword's is empty) and its lexemes
+_TERMS = (
+    "SELECT t, CASE WHEN numnode(plainto_tsquery('english', t)) > 0 "
+    "THEN plainto_tsquery('english', t)::text END, "
+    "tsvector_to_array(to_tsvector('english', t)) FROM unnest(%s::text[]) AS t"
 )
+MAX_CACHED_TERMS = 100_000
 _DOCS = "SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ %s::tsquery LIMIT %s) AS s"
 
 
+@dataclass(frozen=True)
+class Term:
+    """What the english configuration makes of one query word (fixed: cached for good)."""
+
+    tsquery: str | None
+    """Its tsquery text; None for a stopword."""
+    lexemes: frozenset[str]
+
+
 class TermFrequencies:
-    """Capped document counts per term query, cached for ``CACHE_SECONDS``."""
+    """Capped document counts per term query, cached for ``CACHE_SECONDS``, and each word's
+    :class:`Term` (so a query of known words costs no round trip to plan)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._docs: dict[str, tuple[int, float]] = {}
         self._total: tuple[int, float] = (0, 0.0)
+        self._terms: dict[str, Term] = {}
+
+    def terms(self, conn: Connection, words: list[str]) -> dict[str, Term]:
+        with self._lock:
+            found = {w: self._terms[w] for w in words if w in self._terms}
+        missing = [w for w in words if w not in found]
+        if missing:
+            rows = conn.execute(_TERMS, (missing,)).fetchall()
+            fresh = {r[0]: Term(r[1], frozenset(r[2])) for r in rows}
+            found.update(fresh)
+            with self._lock:
+                if len(self._terms) > MAX_CACHED_TERMS:
+                    self._terms.clear()
+                self._terms.update(fresh)
+        return found
 
     def total(self, conn: Connection) -> int:
         now = time.monotonic()
@@ -96,8 +123,8 @@ def _analyze(conn: Connection) -> None:
 
 def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> Plan | None:
     """What to search for, or None if no term is left (stopwords only)."""
-    lexemes = {t: q for t, q in conn.execute(_LEXEMES, (terms,)).fetchall()}
-    queries = list(dict.fromkeys(lexemes[t] for t in terms if t in lexemes))
+    known = frequencies.terms(conn, terms)
+    queries = list(dict.fromkeys(q for t in terms if (q := known[t].tsquery) is not None))
     if not queries:
         return None
     total = frequencies.total(conn)

@@ -540,6 +540,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX oauth_clients_created ON oauth_clients (created_at)",
         ),
     ),
+    Migration(
+        "0022_vector_index_state",
+        (
+            # 'deferred' while a bulk load stores vectors without the HNSW index (see hnsw.py)
+            "ALTER TABLE vector_indexes ADD COLUMN state TEXT NOT NULL DEFAULT 'ready' "
+            "CHECK (state IN ('ready', 'deferred'))",
+        ),
+    ),
 )
 
 

@@ -67,6 +67,21 @@ environment_from_row = ROWS.environment
 ENVIRONMENT_COLUMNS = "id, name, owner, description, created_at, metadata"
 
 
+FILTER_COLUMNS = (
+    "id",
+    "environment_id",
+    "layer",
+    "category",
+    "status",
+    "thread",
+    "tags",
+    "created_at",
+    "updated_at",
+    "importance",
+)
+"""Every column :func:`where` may test."""
+
+
 def where(flt: MemoryFilter, alias: str = "m") -> tuple[str, list[Any]]:
     """SQL conditions (joined with AND, never empty) and their parameters."""
     conds: list[str] = []

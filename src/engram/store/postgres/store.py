@@ -9,18 +9,19 @@ keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rares
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
 
 from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS
-from engram.store.postgres import keywords, vectors
+from engram.store.group_commit import GroupCommit, WriteJob
+from engram.store.postgres import hnsw, keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -38,6 +39,7 @@ from engram.store.postgres.providers import PostgresProviderStore
 from engram.store.postgres.reviews import PostgresReviewStore
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
+    FILTER_COLUMNS,
     ROWS,
     WRITE_COLUMNS,
     environment_from_row,
@@ -98,11 +100,23 @@ class PostgresStore:
         self.capture = PostgresCaptureStore(self.db)
         self.handoffs = PostgresHandoffStore(self.db)
         self.imports = PostgresImportLedger(self.db)
+        self._builder = hnsw.Builder(self.db)
+        self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
-        self._lexeme_cache: dict[str, frozenset[str]] = {}
+        self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
 
     def close(self) -> None:
+        self._builder.close()
         self.db.close()
+
+    def vector_indexes_ready(self) -> bool:
+        """Whether every HNSW index is built (none deferred by a bulk load, see :mod:`.hnsw`);
+        until then vector search scans exactly. PostgreSQL only."""
+        with self.db.reader() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM vector_indexes WHERE state != 'ready'"
+            ).fetchone()
+        return not (row and row[0])
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         # a session advisory lock: released by PostgreSQL if this process dies holding it
@@ -161,12 +175,22 @@ class PostgresStore:
             conn.execute("DELETE FROM environments WHERE id = %s", (env_id,))
 
     # -- memories ----------------------------------------------------------------------------
-    @retried
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
-        if not changes:
-            return
-        with self.db.tx() as conn, conn.cursor() as cur:
-            insert_audit(cur, audit)
+        """Group commit (:mod:`engram.store.group_commit`): each group one pipelined
+        transaction (one round trip, one WAL flush, one hold of the stamp's row lock); a write
+        alone is retried when PostgreSQL aborts it for contention."""
+        if changes:
+            self._group.write(WriteJob(changes, audit))
+
+    @retried
+    def _write_alone(self, job: WriteJob) -> None:
+        self._write_group([job])
+
+    def _write_group(self, batch: list[WriteJob]) -> None:
+        requests = [job.inflight for job in batch]
+        with self.db.tx(pipeline=True, requests=requests) as conn, conn.cursor() as cur:
+            insert_audit(cur, [e for job in batch for e in job.audit])
+            changes = [c for job in batch for c in job.changes]
             cur.executemany(_UPSERT, [memory_params(c.memory) for c in changes])
             cur.executemany(
                 "INSERT INTO memory_versions "
@@ -185,8 +209,8 @@ class PostgresStore:
                     for v in (c.version for c in changes)
                 ],
             )
-            # last, so the row lock is held only until the commit just below
-            cur.execute("UPDATE memory_stamp SET value = value + 1 WHERE id = 1")
+            # one step per write() call; last, so the row lock is held only until the commit
+            cur.execute("UPDATE memory_stamp SET value = value + %s WHERE id = 1", (len(batch),))
 
     def memory_stamp(self) -> int:
         with self.db.reader() as conn:
@@ -256,7 +280,11 @@ class PostgresStore:
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         if not memory_ids:
             return
-        with self.db.tx() as conn:
+        with self.db.tx(pipeline=True) as conn:
+            # access counts are a ranking signal, not data: their commit does not wait for the
+            # WAL flush (a crash may lose the last fraction of a second of them, never more,
+            # and never part of a transaction); every search and assembly makes one
+            conn.execute("SET LOCAL synchronous_commit = off")
             # one bump per mention, rows locked in id order (no deadlock between readers)
             conn.execute(
                 "UPDATE memories m SET access_count = m.access_count + c.n, "
@@ -290,19 +318,24 @@ class PostgresStore:
                 return []
             # few matches in all: read them through the GIN index (OFFSET 0 keeps the planner
             # from trading that for a scan of the filter's rows, its choice without statistics)
+            # the matches' columns the ranking and the filter read (not the whole rows)
+            cols = ", ".join(("tsv", "keyword_text", "keyword_context", "seq", *FILTER_COLUMNS))
             source = (
-                "(SELECT * FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
+                f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
                 if planned.bounded
-                else "(SELECT * FROM memories WHERE tsv @@ %s::tsquery) m"
+                else f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery) m"
             )
-            # own text and context lexemes of the hits kept (not of every row the sort sees)
+            # own text and context lexemes of the hits kept (not of every row the sort sees);
+            # without context the own text is the whole keyword text, whose lexemes the stored
+            # tsvector holds already (no parsing)
             rows = conn.execute(
-                "SELECT t.id, t.score, t.layer, tsvector_to_array(to_tsvector('english', "
-                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - "
-                "CASE WHEN t.keyword_context = '' THEN 0 ELSE 1 END))), "
-                "tsvector_to_array(to_tsvector('english', t.keyword_context)) FROM ("
+                "SELECT t.id, t.score, t.layer, CASE WHEN t.keyword_context = '' "
+                "THEN tsvector_to_array(t.tsv) ELSE tsvector_to_array(to_tsvector('english', "
+                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - 1))) "
+                "END, CASE WHEN t.keyword_context = '' THEN '{}'::text[] "
+                "ELSE tsvector_to_array(to_tsvector('english', t.keyword_context)) END FROM ("
                 "SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) AS score, m.layer, m.keyword_text, "
-                f"m.keyword_context, m.seq FROM {source} WHERE {cond} "
+                f"m.keyword_context, m.seq, m.tsv FROM {source} WHERE {cond} "
                 "ORDER BY 2 DESC, m.seq DESC LIMIT %s) t ORDER BY t.score DESC, t.seq DESC",
                 [planned.tsquery, planned.tsquery, *params, limit],
             ).fetchall()
@@ -315,24 +348,16 @@ class PostgresStore:
             hits.append(Hit(r[0], float(r[1]), found, context, Layer(r[2])))
         return hits
 
-    def _lexemes(self, conn: Any, words: Sequence[str]) -> dict[str, set[str]]:
+    def _lexemes(self, conn: Connection, words: list[str]) -> dict[str, set[str]]:
         """Each word's lexemes as the english configuration makes them (cached)."""
-        missing = [w for w in words if w not in self._lexeme_cache]
-        if missing:
-            rows = conn.execute(
-                "SELECT w, tsvector_to_array(to_tsvector('english', w)) FROM unnest(%s::text[]) w",
-                (missing,),
-            ).fetchall()
-            if len(self._lexeme_cache) > 100_000:
-                self._lexeme_cache.clear()
-            self._lexeme_cache.update((r[0], frozenset(r[1])) for r in rows)
-        return {w: set(self._lexeme_cache.get(w, frozenset())) for w in words}
+        known = self._term_frequencies.terms(conn, words)
+        return {w: set(known[w].lexemes) for w in words}
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
         dim = int(vector.shape[0])
-        literal = vectors.vector_literal(vector)
+        literal = vectors.Embedding(vector)
         cond, params = where(flt)
         # the HNSW index yields the nearest ``pool`` vectors of the model (a materialised
         # scan, so the planner cannot trade it for a join over every memory); the filter then
@@ -341,27 +366,25 @@ class PostgresStore:
         # the filtered set holds. A filter that passes fewer than ``pool`` memories (an empty
         # layer, a small environment) goes straight to the exact scan.
         pool = min(1000, max(2 * limit, 100))
-        with self.db.reader() as conn, conn.transaction():
-            passing = conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {cond} LIMIT %s) s",
-                [*params, pool],
-            ).fetchone()
-            if passing is None or passing[0] == 0:
-                return []
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(pool)))
-            model_cond, dist = vectors.distance(model_id, dim)
-            query = sql.SQL(
-                "WITH nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
-                "WHERE {model_cond} ORDER BY {dist} LIMIT %s) "
-                "SELECT m.id, 1 - nn.d FROM nn CROSS JOIN LATERAL "
-                "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
-                # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
-                "OFFSET 0) m "
-                "ORDER BY nn.d, m.seq LIMIT %s"
-            ).format(dist=dist, model_cond=model_cond)
-            rows = []
-            if passing[0] >= pool:
-                rows = conn.execute(query, [literal, literal, pool, *params, limit]).fetchall()
+        model_cond, dist = vectors.distance(model_id, dim)
+        # one round trip: the count of memories passing the filter (up to ``pool``) is a
+        # one-time filter of the HNSW scan, which runs only if the filter passes that many
+        query = sql.SQL(
+            "WITH passing AS MATERIALIZED (SELECT count(*) AS n FROM "
+            "(SELECT 1 FROM memories m WHERE " + cond + " LIMIT %s) s), "
+            "nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
+            "WHERE {model_cond} AND (SELECT n FROM passing) >= %s ORDER BY {dist} LIMIT %s) "
+            "SELECT m.id, 1 - nn.d FROM nn CROSS JOIN LATERAL "
+            "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
+            # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
+            "OFFSET 0) m "
+            "ORDER BY nn.d, m.seq LIMIT %s"
+        ).format(dist=dist, model_cond=model_cond)
+        with self.db.reader() as conn:
+            self._ef_search(conn, pool)
+            rows = conn.execute(
+                query, [*params, pool, literal, pool, literal, pool, *params, limit]
+            ).fetchall()
             if len(rows) < limit:
                 model_cond, dist = vectors.distance(model_id, dim, exact=True)
                 query = sql.SQL(
@@ -371,6 +394,13 @@ class PostgresStore:
                 ).format(dist=dist, model_cond=model_cond)
                 rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
         return [Hit(r[0], float(r[1])) for r in rows]
+
+    def _ef_search(self, conn: Connection, ef: int) -> None:
+        """``hnsw.ef_search`` for this pooled connection's session, set only when it changes
+        (a ``SET LOCAL`` would cost a transaction and two more round trips per search)."""
+        if self._ef_searches.get(conn) != ef:
+            conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
+            self._ef_searches[conn] = ef
 
     def vector_scores(
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
@@ -384,9 +414,7 @@ class PostgresStore:
             "WHERE {model_cond} AND v.memory_id = ANY(%s)"
         ).format(dist=dist, model_cond=model_cond)
         with self.db.reader() as conn:
-            rows = conn.execute(
-                query, (vectors.vector_literal(vector), list(memory_ids))
-            ).fetchall()
+            rows = conn.execute(query, (vectors.Embedding(vector), list(memory_ids))).fetchall()
         return {r[0]: float(r[1]) for r in rows}
 
     def pending_embeddings(
@@ -409,31 +437,34 @@ class PostgresStore:
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
             return
-        with self.db.tx() as conn:
-            for dim in sorted({int(u.vector.shape[0]) for u in updates}):
-                vectors.ensure_index(conn, model_id, dim)
         # rows locked in one order everywhere: concurrent upserters (indexers, maintenance
         # runs) queue instead of deadlocking
-        rows = [
-            (
-                model_id,
-                u.content_hash,
-                int(u.vector.shape[0]),
-                vectors.vector_literal(u.vector),
-                u.memory_id,
-            )
-            for u in sorted(updates, key=lambda u: u.memory_id)
-        ]
-        if len(rows) < PARALLEL_PUT_FROM:
-            self._put_rows(rows)
-            return
-        # HNSW inserts dominate and run in the server process of each connection: two
-        # transactions over disjoint halves use two cores (measured: twice the rate)
-        half = len(rows) // 2
-        with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
-            list(pool.map(self._put_rows, (rows[:half], rows[half:])))
+        by_dim: dict[int, list[tuple[str, str, int, vectors.Embedding, str]]] = {}
+        for u in sorted(updates, key=lambda u: u.memory_id):
+            dim = int(u.vector.shape[0])
+            row = (model_id, u.content_hash, dim, vectors.Embedding(u.vector), u.memory_id)
+            by_dim.setdefault(dim, []).append(row)
+        with self.db.reader() as conn:
+            found = conn.execute(
+                "SELECT max(seq) FROM memories WHERE id = ANY(%s)",
+                ([u.memory_id for u in updates],),
+            ).fetchone()
+        last_seq = int(found[0]) if found and found[0] is not None else 0
+        for dim, rows in sorted(by_dim.items()):
+            target = hnsw.Target(model_id, dim)
+            deferred = hnsw.prepare(self.db, target, last_seq, len(rows))
+            if deferred or len(rows) < PARALLEL_PUT_FROM:
+                self._put_rows(rows)  # without the index, storing is cheap
+            else:
+                # HNSW inserts dominate and run in the server process of each connection: two
+                # transactions over disjoint halves use two cores (measured: twice the rate)
+                half = len(rows) // 2
+                with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
+                    list(pool.map(self._put_rows, (rows[:half], rows[half:])))
+            if deferred:
+                self._builder.settle(target, last_seq)
 
-    def _put_rows(self, rows: list[tuple[str, str, int, str, str]]) -> None:
+    def _put_rows(self, rows: list[tuple[str, str, int, vectors.Embedding, str]]) -> None:
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
@@ -443,7 +474,7 @@ class PostgresStore:
             removed = conn.execute(
                 "DELETE FROM memory_vectors WHERE model_id != %s", (keep_model_id,)
             ).rowcount
-            vectors.drop_indexes_except(conn, keep_model_id)
+            hnsw.drop_except(conn, keep_model_id)
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:

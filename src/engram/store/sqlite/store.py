@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from engram.accounts import AuditEntry
 from engram.errors import StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS
-from engram.store.idempotency import CURRENT, InFlight
+from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.protocol import (
     Change,
     EmbeddingUpdate,
@@ -75,24 +73,13 @@ _UPSERT = (
 )
 
 
-@dataclass(eq=False)
-class _WriteJob:
-    changes: Sequence[Change]
-    audit: Sequence[AuditEntry]
-    # the idempotent request that queued it: whoever commits the batch marks its key
-    inflight: InFlight | None = field(default_factory=CURRENT.get)
-    done: bool = False
-    error: Exception | None = None
-
-
 class SQLiteStore:
     """Implements :class:`engram.store.protocol.Store` on one SQLite file."""
 
     def __init__(self, path: Path) -> None:
         self.db = SQLiteDatabase(path)
         self.path = self.db.path
-        self._queue: list[_WriteJob] = []
-        self._queue_lock = threading.Lock()
+        self._group = GroupCommit(self._commit_group, leader=self.db.tx_lock)
         self._vectors = VectorIndex(Path(f"{self.path}.vectors"))
         self._term_counts = fts.TermCounts()
         self.accounts = SQLiteAccountStore(self.db)
@@ -178,41 +165,16 @@ class SQLiteStore:
 
     # -- memories ----------------------------------------------------------------------------
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
-        """Group commit: concurrent writers queue their changes; whoever gets the write lock
-        commits every queued write in one transaction, so throughput grows with the number of
-        writers. A failing write is retried alone, so it never takes the others down."""
-        if not changes:
-            return
-        job = _WriteJob(changes, audit)
-        with self._queue_lock:
-            self._queue.append(job)
-        with self.db.tx_lock():
-            if not job.done:
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                self._commit_batch(batch)
-        if job.error is not None:
-            raise job.error
+        """Group commit (:mod:`engram.store.group_commit`) on the single writer's lock."""
+        if changes:
+            self._group.write(WriteJob(changes, audit))
 
-    def _commit_batch(self, batch: list[_WriteJob]) -> None:
-        try:
-            with self.db.tx_unlocked() as conn:
-                for job in batch:
-                    self._apply(conn, job)
-        except Exception as exc:
-            if len(batch) == 1:
-                batch[0].error = exc
-            else:
-                for job in batch:  # isolate the failure: each write alone
-                    try:
-                        with self.db.tx_unlocked() as conn:
-                            self._apply(conn, job)
-                    except Exception as single:
-                        job.error = single
-        for job in batch:
-            job.done = True
+    def _commit_group(self, batch: list[WriteJob]) -> None:
+        with self.db.tx_unlocked() as conn:
+            for job in batch:
+                self._apply(conn, job)
 
-    def _apply(self, conn: sqlite3.Connection, job: _WriteJob) -> None:
+    def _apply(self, conn: sqlite3.Connection, job: WriteJob) -> None:
         mark_executed(conn, job.inflight)
         # one step per write() call, even when group commit shares the transaction
         conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
