@@ -116,7 +116,9 @@ class ScoringConfig:
             raise ValueError("thread_top must be at least 1")
 
     def layer(self, layer: Layer) -> LayerScoring:
-        return {Layer.FACT: self.fact, Layer.EPISODE: self.episode}.get(layer, self.procedure)
+        if layer is Layer.FACT:  # asked once per candidate: no mapping built each time
+            return self.fact
+        return self.episode if layer is Layer.EPISODE else self.procedure
 
     def similarity_range(self, model_id: str | None) -> tuple[float, float]:
         return SIMILARITY_RANGES.get(model_id or "", DEFAULT_SIMILARITY_RANGE)
