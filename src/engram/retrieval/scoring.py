@@ -116,7 +116,9 @@ class ScoringConfig:
             raise ValueError("thread_top must be at least 1")
 
     def layer(self, layer: Layer) -> LayerScoring:
-        return {Layer.FACT: self.fact, Layer.EPISODE: self.episode}.get(layer, self.procedure)
+        if layer is Layer.FACT:  # asked once per candidate: no mapping built each time
+            return self.fact
+        return self.episode if layer is Layer.EPISODE else self.procedure
 
     def similarity_range(self, model_id: str | None) -> tuple[float, float]:
         return SIMILARITY_RANGES.get(model_id or "", DEFAULT_SIMILARITY_RANGE)
@@ -179,11 +181,13 @@ def breakdown(
     thread_support: float | None = None,
     time_matched: bool | None = None,
 ) -> ScoreBreakdown:
+    # built from values computed here (not user input): constructed without re-validation,
+    # which was a tenth of a context assembly's cost
     factors = {
-        name: Factor(value=v, weight=w, contribution=v * w)
+        name: Factor.model_construct(value=v, weight=w, contribution=v * w)
         for name, v, w in zip(FACTORS, values, weights, strict=True)
     }
-    return ScoreBreakdown(
+    return ScoreBreakdown.model_construct(
         relevance=factors["relevance"],
         importance=factors["importance"],
         confidence=factors["confidence"],

@@ -257,7 +257,8 @@ class _Packing:
         self.items[tier].append(
             (
                 r,
-                ContextItem(
+                # every field computed here from a stored memory: no re-validation
+                ContextItem.model_construct(
                     memory_id=memory.id,
                     layer=memory.layer,
                     score=r.score,
