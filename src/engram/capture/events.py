@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
 from engram.capture import vocab as K
@@ -84,10 +84,21 @@ class Event:
         return data
 
 
+WIRE_FIELDS = frozenset(f.name for f in fields(Event))
+"""The keys an event may have on the wire: :class:`Event`'s fields."""
+
+
 def validation_errors(data: Any) -> list[str]:
     """What is wrong with one event as received over the wire (empty when it is valid)."""
     if not isinstance(data, dict):
         return ["an event must be a JSON object"]
+    unknown = [k for k in data if k not in WIRE_FIELDS]
+    if unknown:  # nothing the server would not store rides along unchecked
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        return [
+            f"unknown field {str(unknown[0])[:100]!a}{more}: an event holds only "
+            + ", ".join(sorted(WIRE_FIELDS))
+        ]
     errors: list[str] = []
     for name in ("agent", "kind", "session_id", "cwd", "at", "key"):
         if not isinstance(data.get(name), str) or not data[name]:

@@ -47,6 +47,7 @@ _SCALAR = {"type": ["string", "number", "boolean"], "maxLength": MAX_NAME_CHARS}
 EVENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["agent", "kind", "session_id", "cwd", "at", "key"],
+    "additionalProperties": False,
     "properties": {
         "agent": {"type": "string", "enum": [a.value for a in Agent]},
         "kind": {"type": "string", "enum": [k.value for k in EventKind]},
