@@ -36,13 +36,13 @@ from engram.servers import http_app
 from engram.store import Store
 from tests.conftest import FakeClock
 from tests.live_server import serve
+from tests.screenshots import shots_dir
 from tests.test_oauth import INITIALIZE, MCP_HEADERS, PASSWORD, MemoryStorage, client_metadata
 
 playwright_async = pytest.importorskip("playwright.async_api")
 from playwright.async_api import Page, Route, expect  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -132,8 +132,8 @@ class Person:
             await self.page.get_by_label("User name").fill("alice")
             await self.page.get_by_label("Password").fill(PASSWORD)
             if len(self.asked) == 1:
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                await self.page.screenshot(path=str(SHOTS / "consent.png"), full_page=True)
+                shot = shots_dir() / "consent.png"
+                await self.page.screenshot(path=str(shot), full_page=True)
             await self.page.get_by_role("button", name="Allow").click()
         await expect(self.page).to_have_url(re.compile(re.escape(self.redirect_uri + "?")))
         await expect(self.page.get_by_text("You can close this window.")).to_be_visible()

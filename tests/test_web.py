@@ -24,12 +24,12 @@ from engram.servers import http_app
 from engram.store.sqlite import SQLiteStore
 from tests import export_fixtures as fx
 from tests.live_server import running
+from tests.screenshots import shots_dir
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 OWNER_PASSWORD = "owner-pass-123"
 READER_PASSWORD = "reader-pass-123"
 
@@ -106,8 +106,7 @@ def owner(browser: Browser, site: Site) -> Iterator[Page]:
 
 
 def _shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(shots_dir() / f"{name}.png"), full_page=True)
 
 
 def _sign_in(page: Page, name: str, password: str) -> None:
