@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import hmac
 import secrets
-import threading
-import time
-from collections import deque
 from html import escape
 from urllib.parse import urlsplit
 
@@ -22,16 +19,13 @@ from mcp.server.auth.provider import construct_redirect_uri
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from engram.errors import InvalidInput, NotFound, Unauthenticated
+from engram.errors import InvalidInput, NotFound, Saturated, Unauthenticated
 from engram.service import Engram
 from engram.service.oauth import PendingAuthorization
 
 CONSENT_PATH = "/oauth/consent"
 STYLE_PATH = "/oauth/consent.css"
 CSRF_COOKIE = "engram_oauth_csrf"
-FAILURES_ALLOWED = 5
-FAILURE_WINDOW = 300.0
-"""At most this many failed sign-ins per user name in this many seconds; then 429."""
 
 SCOPE_TEXT = {
     "read": "Read your memories, episodes, procedures and Soul",
@@ -49,28 +43,6 @@ input[type=text], input[type=password] { width: 100%; padding: .5rem; box-sizing
 .error { color: #c00; border-left: 3px solid #c00; padding-left: .5rem; }
 .muted { opacity: .75; font-size: .9rem; }
 """
-
-
-class _Limiter:
-    """Failed sign-ins per user name, in this process."""
-
-    def __init__(self) -> None:
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, name: str, now: float) -> deque[float]:
-        seen = self._failures.setdefault(name, deque())
-        while seen and seen[0] < now - FAILURE_WINDOW:
-            seen.popleft()
-        return seen
-
-    def blocked(self, name: str) -> bool:
-        with self._lock:
-            return len(self._recent(name, time.monotonic())) >= FAILURES_ALLOWED
-
-    def failed(self, name: str) -> None:
-        with self._lock:
-            self._recent(name, time.monotonic()).append(time.monotonic())
 
 
 def _origin(uri: str) -> str:
@@ -115,7 +87,6 @@ class ConsentPage:
     def __init__(self, engram: Engram, issuer: str) -> None:
         self._engram = engram
         self._issuer = issuer
-        self._limiter = _Limiter()
         self._secure = issuer.startswith("https://")
 
     def _form(
@@ -215,22 +186,17 @@ through MCP (<code>{escape(pending.resource)}</code>).</p>
         if field("action") == "deny":
             return self._back(pending, error="access_denied", error_description="denied")
         name = field("username").strip()
-        if self._limiter.blocked(name):
-            return self._form(
-                sealed,
-                pending,
-                client_name,
-                error="too many failed sign-ins: wait a few minutes",
-                name=name,
-                status=429,
-            )
+        address = request.client.host if request.client else ""
         scopes = [v for v in form.getlist("scope") if isinstance(v, str)]
         try:
             code, _ = await anyio.to_thread.run_sync(
-                self._engram.oauth.approve, pending, name, field("password"), scopes
+                self._engram.oauth.approve, pending, name, field("password"), scopes, address
+            )
+        except Saturated as exc:  # the failures of this name (dashboard's included)
+            return self._form(
+                sealed, pending, client_name, error=exc.message, name=name, status=429
             )
         except Unauthenticated as exc:
-            self._limiter.failed(name)
             return self._form(
                 sealed, pending, client_name, error=exc.message, name=name, status=401
             )

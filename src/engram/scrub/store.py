@@ -52,6 +52,7 @@ from engram.store.protocol import (
 )
 from engram.store.providers import ProviderRecord, ProviderStore
 from engram.store.reviews import ReviewStore
+from engram.store.sign_ins import SignInFailureStore
 from engram.store.soul import SoulStore
 from engram.store.web_sessions import WebSessionStore
 
@@ -166,6 +167,11 @@ class ScrubbingStore(_Audited):
     def web_sessions(self) -> WebSessionStore:
         """Browser sessions: token digests, user and environment ids, times; no text."""
         return self.inner.web_sessions
+
+    @property
+    def sign_ins(self) -> SignInFailureStore:
+        """Failed sign-ins: a time, a user name as typed and an address; no password."""
+        return self.inner.sign_ins
 
     @property
     def export(self) -> Exporter:

@@ -36,6 +36,7 @@ from engram.service.portability import ImportService
 from engram.service.profile import ProfileService
 from engram.service.providers import ProviderService
 from engram.service.search import SearchService
+from engram.service.sign_ins import SignInService
 from engram.service.soul import SoulService
 from engram.service.vault import VaultService
 from engram.service.web_sessions import WebSessionService
@@ -76,8 +77,10 @@ class Engram:
         self.accounts = AccountService(
             store, clock, self.audit, secret if secret is not None else secrets.token_bytes(32)
         )
+        # password sign-ins, limited by the failures in the store (every process counts them)
+        self.sign_ins = SignInService(store, clock, self.accounts)
         # Engram as the OAuth authorization server of /mcp (remote MCP clients sign in)
-        self.oauth = OAuthService(store, clock, self.audit, self.accounts)
+        self.oauth = OAuthService(store, clock, self.audit, self.accounts, self.sign_ins)
         # the dashboard's browser sessions (token digests in the store)
         self.web_sessions = WebSessionService(store, clock, self.accounts)
         self.environments = EnvironmentService(store, clock, self.audit)

@@ -29,6 +29,7 @@ from engram.errors import InvalidInput, NotFound, PermissionDenied, Saturated, U
 from engram.ids import new_id
 from engram.service.accounts import AccountService
 from engram.service.audit import AuditLog
+from engram.service.sign_ins import SignInService
 from engram.store import Store
 from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord, TokenKind, TokenRecord
 
@@ -110,13 +111,19 @@ def canonical(url: str) -> str:
 
 class OAuthService:
     def __init__(
-        self, store: Store, clock: Clock, audit: AuditLog, accounts: AccountService
+        self,
+        store: Store,
+        clock: Clock,
+        audit: AuditLog,
+        accounts: AccountService,
+        sign_ins: SignInService,
     ) -> None:
         self._store = store.oauth
         self._registry = store.oauth_registry
         self._clock = clock
         self._audit = audit
         self._accounts = accounts
+        self._sign_ins = sign_ins
 
     # -- clients (RFC 7591) ------------------------------------------------------------------
     def register_client(self, client_id: str, metadata: dict[str, Any]) -> None:
@@ -193,11 +200,18 @@ class OAuthService:
         return pending
 
     def approve(
-        self, pending: PendingAuthorization, name: str, password: str, scopes: Iterable[str]
+        self,
+        pending: PendingAuthorization,
+        name: str,
+        password: str,
+        scopes: Iterable[str],
+        address: str = "",
     ) -> tuple[str, Grant]:
-        """Check the user's password and record their consent (a grant, audited) to the
-        client for ``scopes`` (some of those asked for); return the authorization code."""
-        user = self._accounts.verify_password(name, password)
+        """Check the user's password (its failures count with the dashboard's, per name and
+        client ``address``: :mod:`engram.service.sign_ins`) and record their consent (a grant,
+        audited) to the client for ``scopes`` (some of those asked for); return the
+        authorization code."""
+        user = self._sign_ins.verify(name, password, address)
         chosen = tuple(s for s in pending.scopes if s in set(scopes))
         if not chosen:
             raise InvalidInput("choose at least one scope to allow", field="scope")

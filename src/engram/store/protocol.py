@@ -30,6 +30,7 @@ from engram.store.oauth_registry import ClientRegistry
 from engram.store.profile import ProfileStore
 from engram.store.providers import ProviderStore
 from engram.store.reviews import ReviewStore
+from engram.store.sign_ins import SignInFailureStore
 from engram.store.soul import SoulStore
 from engram.store.web_sessions import WebSessionStore
 
@@ -210,6 +211,12 @@ class Store(Protocol):
     @property
     def web_sessions(self) -> WebSessionStore:
         """The dashboard's browser sessions (token digests)."""
+        ...
+
+    @property
+    def sign_ins(self) -> SignInFailureStore:
+        """Failed sign-ins in the counting window (time, name, address), shared by every
+        process on the store."""
         ...
 
     @property

@@ -1,8 +1,8 @@
 """What a small sub-store written once for both backends needs from its dialect: the
 placeholder, a write transaction, a one-row read, and how a time is stored (SQLite: epoch
-seconds; PostgreSQL: ``timestamptz``). :mod:`engram.store.web_sessions` and
-:mod:`engram.store.oauth_registry` build on it; each backend binds it to its database
-(``engram.store.sqlite.dialect``, ``engram.store.postgres.dialect``)."""
+seconds; PostgreSQL: ``timestamptz``). :mod:`engram.store.web_sessions`,
+:mod:`engram.store.oauth_registry` and :mod:`engram.store.sign_ins` build on it; each backend
+binds it to its database (``engram.store.sqlite.dialect``, ``engram.store.postgres.dialect``)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ class Dialect:
 
     def _one(self, sql: str, params: Sequence[object]) -> tuple[Any, ...] | None:
         """The first row of a read, outside any write transaction."""
+        raise NotImplementedError
+
+    def _all(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        """Every row of a read, outside any write transaction."""
         raise NotImplementedError
 
     def _sql(self, sql: str) -> str:

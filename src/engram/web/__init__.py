@@ -140,7 +140,7 @@ async def _call(handler: Handler, request: Request, exc: Exception) -> Response:
 def mount(app: FastAPI, engram: Engram) -> None:
     """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static."""
     app.state.web_templates = Jinja2Templates(directory=HERE / "templates")
-    app.state.web_auth = WebAuth(engram.accounts, engram.web_sessions)
+    app.state.web_auth = WebAuth(engram.accounts, engram.web_sessions, engram.sign_ins)
     app.state.web_uploads = transfer.Uploads()
     _html_errors(app)
 

@@ -1,7 +1,8 @@
 """Password sign-in and browser sessions, reusable by any page that signs a person in.
 
 - :meth:`WebAuth.authenticate_password` checks a user name and password (Argon2id, in
-  :class:`~engram.service.accounts.AccountService`), rate-limited (:mod:`engram.web.throttle`).
+  :class:`~engram.service.accounts.AccountService`), rate-limited
+  in the store (:mod:`engram.service.sign_ins`).
 - :meth:`WebAuth.start` opens a session (:mod:`engram.service.web_sessions`: in the store, only
   an HMAC digest of its token, with a CSRF token derived from it every form must echo);
   :func:`set_session_cookie` puts its token in an HttpOnly, SameSite=Strict cookie.
@@ -13,18 +14,15 @@ knows them. An API key is never a session: only a token this module issued opens
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from starlette.requests import Request
 from starlette.responses import Response
 
 from engram.accounts import ALL_SCOPES, Scope, User
 from engram.actors import Actor
-from engram.errors import NotFound, Unauthenticated
+from engram.errors import NotFound
 from engram.service.accounts import AccountService
+from engram.service.sign_ins import SignInService
 from engram.service.web_sessions import SESSION_TTL, WebSession, WebSessionService
-from engram.web.throttle import SignInThrottle
 
 COOKIE = "engram_session"
 SESSION_SECONDS = int(SESSION_TTL.total_seconds())
@@ -40,29 +38,22 @@ def actor_for(user: User) -> Actor:
 
 
 class WebAuth:
-    """Sign-in (this process's failure counts) and the sessions of the store."""
+    """Sign-in (the store's failure counts) and the sessions of the store."""
 
     def __init__(
-        self,
-        accounts: AccountService,
-        sessions: WebSessionService,
-        now: Callable[[], float] = time.monotonic,
+        self, accounts: AccountService, sessions: WebSessionService, sign_ins: SignInService
     ) -> None:
         self._accounts = accounts
         self._sessions = sessions
-        self._throttle = SignInThrottle(now)
+        self._sign_ins = sign_ins
 
     # -- sign-in -----------------------------------------------------------------------------
     def authenticate_password(self, name: str, password: str, client: str = "") -> User:
         """The user with this name and password. :class:`~engram.errors.Unauthenticated` for a
         wrong pair; :class:`~engram.errors.Saturated` (429) once a limit of
-        :mod:`engram.web.throttle` is reached for the name from ``client``, right or wrong."""
-        self._throttle.check(name, client)
-        try:
-            return self._accounts.verify_password(name.strip(), password)
-        except Unauthenticated:
-            self._throttle.failed(name, client)
-            raise
+        :mod:`engram.service.sign_ins` is reached for the name from ``client``, right or
+        wrong."""
+        return self._sign_ins.verify(name, password, client)
 
     # -- sessions ----------------------------------------------------------------------------
     def start(self, user: User) -> tuple[str, Session]:

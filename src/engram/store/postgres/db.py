@@ -19,7 +19,7 @@ receive the :class:`PostgresDatabase` as ``db``:
   re-run from the start carries ``@retried``, which runs it again (bounded, with jittered
   backoff). ``db.run(work)`` does the same for one ``work(conn)`` transaction, optionally
   SERIALIZABLE.
-- Schema changes are named migrations appended to ``migrations.MIGRATIONS``; they run when a
+- Schema changes are named migrations appended to ``migrations_later.LATER``; they run when a
   :class:`PostgresDatabase` is opened, each in its own transaction, under an advisory lock.
 """
 

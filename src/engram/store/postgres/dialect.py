@@ -10,6 +10,7 @@ from typing import Any
 
 from engram.store.oauth_registry import SQLClientRegistry
 from engram.store.postgres.db import PostgresDatabase
+from engram.store.sign_ins import SQLSignInFailureStore
 from engram.store.sql_dialect import Dialect
 from engram.store.web_sessions import SQLWebSessionStore
 
@@ -28,12 +29,21 @@ class _OnPostgres(Dialect):
             row: tuple[Any, ...] | None = conn.execute(self._sql(sql), params).fetchone()
             return row
 
+    def _all(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        with self._db.reader() as conn:
+            rows: list[tuple[Any, ...]] = conn.execute(self._sql(sql), params).fetchall()
+            return rows
+
     def _time(self, at: datetime) -> object:
         return at
 
 
 class PostgresWebSessionStore(_OnPostgres, SQLWebSessionStore):
     """Implements :class:`engram.store.web_sessions.WebSessionStore`."""
+
+
+class PostgresSignInFailureStore(_OnPostgres, SQLSignInFailureStore):
+    """Implements :class:`engram.store.sign_ins.SignInFailureStore`."""
 
 
 class PostgresClientRegistry(_OnPostgres, SQLClientRegistry):

@@ -27,7 +27,11 @@ from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
 from engram.store.postgres.conversations import PostgresConversationStore
 from engram.store.postgres.db import Connection, PostgresDatabase, retried
-from engram.store.postgres.dialect import PostgresClientRegistry, PostgresWebSessionStore
+from engram.store.postgres.dialect import (
+    PostgresClientRegistry,
+    PostgresSignInFailureStore,
+    PostgresWebSessionStore,
+)
 from engram.store.postgres.export import PostgresExporter
 from engram.store.postgres.handoffs import PostgresHandoffStore
 from engram.store.postgres.idempotency import PostgresIdempotencyStore
@@ -95,6 +99,7 @@ class PostgresStore:
         self.oauth = PostgresOAuthStore(self.db)
         self.oauth_registry = PostgresClientRegistry(self.db)
         self.web_sessions = PostgresWebSessionStore(self.db)
+        self.sign_ins = PostgresSignInFailureStore(self.db)
         self.export = PostgresExporter(self.db)
         self.idempotency = PostgresIdempotencyStore(self.db)
         self.capture = PostgresCaptureStore(self.db)

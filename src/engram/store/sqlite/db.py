@@ -11,7 +11,7 @@ reviews, locks), which receive the :class:`SQLiteDatabase` as ``db``:
 - ``with db.tx_lock():`` hold the write lock across several ``db.tx_unlocked()`` transactions
   (the store's group commit).
 - ``db.point_read(sql, params)`` one row of a small lookup that writes depend on.
-- Schema changes are named migrations appended to ``migrations.MIGRATIONS``; they run when a
+- Schema changes are named migrations appended to ``migrations_later.LATER``; they run when a
   :class:`SQLiteDatabase` is opened.
 
 Writes go through a single connection guarded by a lock (SQLite allows one writer at a time;

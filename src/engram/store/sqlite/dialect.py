@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from engram.store.oauth_registry import SQLClientRegistry
+from engram.store.sign_ins import SQLSignInFailureStore
 from engram.store.sql_dialect import Dialect
 from engram.store.sqlite.db import SQLiteDatabase
 from engram.store.web_sessions import SQLWebSessionStore
@@ -24,6 +25,10 @@ class _OnSQLite(Dialect):
         row: tuple[Any, ...] | None = self._db.reader().execute(sql, params).fetchone()
         return row
 
+    def _all(self, sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self._db.reader().execute(sql, params).fetchall()
+        return rows
+
 
 class SQLiteWebSessionStore(_OnSQLite, SQLWebSessionStore):
     """Implements :class:`engram.store.web_sessions.WebSessionStore`."""
@@ -31,3 +36,7 @@ class SQLiteWebSessionStore(_OnSQLite, SQLWebSessionStore):
 
 class SQLiteClientRegistry(_OnSQLite, SQLClientRegistry):
     """Implements :class:`engram.store.oauth_registry.ClientRegistry`."""
+
+
+class SQLiteSignInFailureStore(_OnSQLite, SQLSignInFailureStore):
+    """Implements :class:`engram.store.sign_ins.SignInFailureStore`."""

@@ -2,27 +2,20 @@
 
 Each migration runs inside one ``BEGIN IMMEDIATE`` transaction together with the row that
 records it in ``schema_migrations``; a failure rolls both back. Never edit a migration that has
-shipped: append a new one.
+shipped: append a new one (to :mod:`engram.store.sqlite.migrations_later`).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from engram.errors import StorageError
 from engram.store.sqlite import fts
+from engram.store.sqlite.migration import Migration
+from engram.store.sqlite.migrations_later import LATER
 
-
-@dataclass(frozen=True)
-class Migration:
-    name: str
-    statements: tuple[str, ...]
-    # a data step that needs Python (runs after the statements, in the same transaction)
-    run: Callable[[sqlite3.Connection], None] | None = None
-
+__all__ = ["MIGRATIONS", "Migration", "applied", "migrate"]
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -353,196 +346,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
         ),
     ),
-    Migration(
-        "0018_capture",
-        (
-            # coding-agent sessions and their observations (engram.store.sqlite.capture)
-            """CREATE TABLE capture_sessions (
-            id TEXT PRIMARY KEY,
-            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
-            agent TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            cwd TEXT NOT NULL DEFAULT '',
-            title TEXT NOT NULL DEFAULT '',
-            started_at REAL NOT NULL,
-            last_event_at REAL NOT NULL,
-            ended_at REAL,
-            events INTEGER NOT NULL DEFAULT 0,
-            episode_id TEXT,
-            summarized_at REAL
-        )""",
-            "CREATE INDEX capture_sessions_env ON capture_sessions (environment_id, last_event_at)",
-            # the idle sweep's question: sessions with events after their last summary
-            "CREATE INDEX capture_sessions_pending ON capture_sessions (last_event_at) "
-            "WHERE summarized_at IS NULL OR summarized_at < last_event_at",
-            """CREATE TABLE capture_observations (
-            seq INTEGER PRIMARY KEY,
-            key TEXT NOT NULL UNIQUE,
-            session TEXT NOT NULL REFERENCES capture_sessions(id) ON DELETE CASCADE,
-            environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
-            agent TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            at REAL NOT NULL,
-            hook TEXT NOT NULL DEFAULT '',
-            text TEXT NOT NULL DEFAULT '',
-            tool TEXT NOT NULL DEFAULT '',
-            command TEXT NOT NULL DEFAULT '',
-            files TEXT NOT NULL DEFAULT '[]',
-            output TEXT NOT NULL DEFAULT '',
-            failed INTEGER NOT NULL DEFAULT 0,
-            detail TEXT NOT NULL DEFAULT ''
-        )""",
-            "CREATE INDEX capture_observations_session ON capture_observations (session, seq)",
-            "CREATE INDEX capture_observations_env ON capture_observations (environment_id)",
-            "CREATE VIRTUAL TABLE capture_fts USING fts5(text, tool, command, files, output, "
-            "content='capture_observations', content_rowid='seq', tokenize='porter unicode61')",
-            "CREATE TRIGGER capture_fts_insert AFTER INSERT ON capture_observations BEGIN "
-            "INSERT INTO capture_fts (rowid, text, tool, command, files, output) "
-            "VALUES (new.seq, new.text, new.tool, new.command, new.files, new.output); END",
-            "CREATE TRIGGER capture_fts_delete AFTER DELETE ON capture_observations BEGIN "
-            "INSERT INTO capture_fts (capture_fts, rowid, text, tool, command, files, output) "
-            "VALUES ('delete', old.seq, old.text, old.tool, old.command, old.files, old.output); "
-            "END",
-        ),
-    ),
-    Migration(
-        "0019_import_keys",
-        (
-            # what each import brought into an environment, by the item's key in its export
-            """CREATE TABLE import_keys (
-                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
-                key TEXT NOT NULL,
-                target TEXT NOT NULL,
-                PRIMARY KEY (environment_id, key)
-            )""",
-            "CREATE INDEX import_keys_target ON import_keys (target)",
-        ),
-    ),
-    Migration(
-        "0020_memory_stamp",
-        ("INSERT OR IGNORE INTO store_meta (key, value) VALUES ('memory_stamp', 0)",),
-    ),
-    Migration(
-        "0021_profile",
-        (
-            """CREATE TABLE profile_entries (
-                id TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL,
-                key TEXT NOT NULL,
-                text TEXT NOT NULL,
-                projects TEXT NOT NULL DEFAULT '[]',
-                stated_global INTEGER NOT NULL DEFAULT 0,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL,
-                UNIQUE (user_id, key)
-            )""",
-            """CREATE TABLE profile_learning (
-                user_id TEXT PRIMARY KEY,
-                enabled INTEGER NOT NULL
-            )""",
-        ),
-    ),
-    Migration(
-        "0022_oauth",
-        (
-            # Engram as the OAuth authorization server of /mcp: registered clients (RFC 7591),
-            # grants (one user's consent to one client), and digests of codes and tokens
-            """CREATE TABLE oauth_clients (
-                client_id TEXT PRIMARY KEY,
-                metadata TEXT NOT NULL,
-                created_at REAL NOT NULL
-            )""",
-            """CREATE TABLE oauth_grants (
-                id TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                client_id TEXT NOT NULL REFERENCES oauth_clients(client_id) ON DELETE CASCADE,
-                client_name TEXT NOT NULL,
-                scopes TEXT NOT NULL,
-                resource TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                revoked_at REAL
-            )""",
-            "CREATE INDEX oauth_grants_user ON oauth_grants (user_id, created_at)",
-            """CREATE TABLE oauth_codes (
-                digest TEXT PRIMARY KEY,
-                grant_id TEXT NOT NULL REFERENCES oauth_grants(id) ON DELETE CASCADE,
-                code_challenge TEXT NOT NULL,
-                redirect_uri TEXT NOT NULL,
-                redirect_uri_explicit INTEGER NOT NULL,
-                expires_at REAL NOT NULL,
-                used_at REAL
-            )""",
-            """CREATE TABLE oauth_tokens (
-                digest TEXT PRIMARY KEY,
-                grant_id TEXT NOT NULL REFERENCES oauth_grants(id) ON DELETE CASCADE,
-                kind TEXT NOT NULL CHECK (kind IN ('access', 'refresh')),
-                scopes TEXT NOT NULL,
-                expires_at REAL NOT NULL,
-                used_at REAL
-            )""",
-            "CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id)",
-        ),
-    ),
-    Migration(
-        "0023_handoffs",
-        (
-            # where one session's work stands, for the next to pick up (engram.store.handoffs)
-            """CREATE TABLE handoffs (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                environment_id TEXT NOT NULL REFERENCES environments(id) ON DELETE CASCADE,
-                summary TEXT NOT NULL,
-                from_agent TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                cwd TEXT NOT NULL DEFAULT '',
-                open_questions TEXT NOT NULL DEFAULT '[]',
-                next_steps TEXT NOT NULL DEFAULT '[]',
-                files_touched TEXT NOT NULL DEFAULT '[]',
-                for_agent TEXT,
-                for_user TEXT,
-                automatic INTEGER NOT NULL DEFAULT 0,
-                source_session TEXT,
-                state TEXT NOT NULL DEFAULT 'open',
-                updated_at REAL,
-                accepted_by TEXT,
-                accepted_agent TEXT,
-                accepted_session TEXT,
-                accepted_at REAL
-            )""",
-            "CREATE INDEX handoffs_env_state ON handoffs (environment_id, state, created_at)",
-            "CREATE INDEX handoffs_owner ON handoffs (owner, created_at)",
-            "CREATE INDEX handoffs_for_user ON handoffs (for_user) WHERE for_user IS NOT NULL",
-            "CREATE INDEX handoffs_accepted_session ON handoffs (accepted_session) "
-            "WHERE accepted_session IS NOT NULL",
-            # the user whose hooks captured a session: its automatic handoff is theirs
-            "ALTER TABLE capture_sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
-        ),
-    ),
-    Migration(
-        "0024_web_sessions",
-        (
-            # the dashboard's browser sessions (engram.store.web_sessions): a digest of the
-            # token, so a restart or another server process keeps everyone signed in
-            """CREATE TABLE web_sessions (
-                digest TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                created_at REAL NOT NULL,
-                expires_at REAL NOT NULL,
-                environment TEXT
-            )""",
-            "CREATE INDEX web_sessions_user ON web_sessions (user_id)",
-            "CREATE INDEX web_sessions_expiry ON web_sessions (expires_at)",
-        ),
-    ),
-    Migration(
-        "0025_oauth_clients_claimed",
-        (
-            # registration counts and cleans up the clients no grant names
-            # (engram.store.oauth_registry)
-            "CREATE INDEX oauth_grants_client ON oauth_grants (client_id)",
-            "CREATE INDEX oauth_clients_created ON oauth_clients (created_at)",
-        ),
-    ),
+    *LATER,
 )
 
 

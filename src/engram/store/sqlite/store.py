@@ -37,7 +37,11 @@ from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
-from engram.store.sqlite.dialect import SQLiteClientRegistry, SQLiteWebSessionStore
+from engram.store.sqlite.dialect import (
+    SQLiteClientRegistry,
+    SQLiteSignInFailureStore,
+    SQLiteWebSessionStore,
+)
 from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.handoffs import SQLiteHandoffStore
 from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
@@ -91,6 +95,7 @@ class SQLiteStore:
         self.oauth = SQLiteOAuthStore(self.db)
         self.oauth_registry = SQLiteClientRegistry(self.db)
         self.web_sessions = SQLiteWebSessionStore(self.db)
+        self.sign_ins = SQLiteSignInFailureStore(self.db)
         self.conversations = SQLiteConversationStore(self.db)
         self.export = SQLiteExporter(self.db)
         self.idempotency = SQLiteIdempotencyStore(self.db)
