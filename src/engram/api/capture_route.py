@@ -4,9 +4,10 @@ session posts to, at hundreds of requests a second, so it skips what it does not
 FastAPI would walk its nested routers to find it (the largest cost of a small request here),
 then run each dependency and the body model in turns of the thread pool. This route is the
 first of the application's routes and matches by method and exact path; it reads the body,
-then, in one turn of the thread pool, authenticates the caller exactly as every route does
-(:func:`engram.api.deps.authenticate`), validates the body with the same model
-(:class:`engram.api.routers.capture.EventsIn`) and queues the events for the group commit.
+validates it with the same model (:class:`engram.api.routers.capture.EventsIn`) and queues the
+events for the group commit, whose writer authenticates the caller exactly as every route does
+(:func:`engram.api.deps.authenticate`), once for the requests of a group with the same key:
+no turn of the thread pool and no database read of its own per request.
 Everything around the router still applies (request limits, idempotency keys, metrics, the
 error bodies: a domain error or a validation error raised here is answered by the same
 handlers, with the same ``loc`` as FastAPI's). The FastAPI route stays declared, for the
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import Future
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import FastAPI
@@ -70,7 +72,11 @@ class CaptureEventsRoute(BaseRoute):
         token = None if authorization is None else bearer_token(authorization.decode("latin-1"))
         raw_project = headers.get(_PROJECT_KEY)
         project = None if raw_project is None else raw_project.decode("latin-1")
-        future = await run_in_threadpool(self._submit, token, project, data)
+        try:
+            future = self._submit(token, project, data)
+        except _Invalid as invalid:
+            await run_in_threadpool(authenticate, self.engram, self.settings, token, project)
+            raise RequestValidationError(invalid.errors) from None
         result = await asyncio.wrap_future(future)
         answer = json.dumps({"stored": result.stored, "duplicates": result.duplicates}).encode()
         await send(
@@ -87,14 +93,17 @@ class CaptureEventsRoute(BaseRoute):
 
     def _submit(self, token: str | None, project: str | None, data: Any) -> Future[IngestResult]:
         """As FastAPI solves the route: the project header, then the caller (not when the
-        header is invalid), then the body; every validation error reported at once."""
+        header is invalid), then the body; every validation error reported at once. A valid
+        request is queued at once, its caller authenticated by the group-commit writer (once
+        for the requests of a group that carry the same key); an invalid one is answered
+        after its caller was authenticated here, as FastAPI would."""
         errors: list[dict[str, Any]] = []
         if project is not None:
             try:
                 _PROJECT.validate_python(project)
             except ValidationError as exc:
                 errors += _located(exc, "header", PROJECT_HEADER)
-        actor = None if errors else authenticate(self.engram, self.settings, token, project)
+        header_invalid = bool(errors)
         events: list[dict[str, Any]] = []
         if data is _MISSING:
             errors.append({"type": "missing", "loc": ("body",), "msg": "Field required"})
@@ -103,9 +112,19 @@ class CaptureEventsRoute(BaseRoute):
                 events = EventsIn.model_validate(data, from_attributes=True).events
             except ValidationError as exc:
                 errors += _located(exc, "body")
-        if errors or actor is None:
+        if header_invalid:  # the caller is not authenticated then
             raise RequestValidationError(errors)
-        return self.engram.capture.submit(events, actor)
+        if errors:
+            raise _Invalid(errors)
+        caller = partial(authenticate, self.engram, self.settings, token, project)
+        return self.engram.capture.submit_for(events, (token, project), caller)
+
+
+class _Invalid(Exception):
+    """A body FastAPI would refuse once the caller is authenticated."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
 
 
 _MISSING: Any = object()

@@ -4,16 +4,19 @@ ends or goes idle, and a new session starts with one bounded block of what matte
 
 Ingest is a group commit: concurrent requests queue their events and one writer thread stores
 every queued batch in one transaction, then answers them all, so a request is answered once its
-events are durable and throughput grows with concurrency. Past ``max_pending`` queued events a
-request is refused at once (:class:`Saturated`, HTTP 429): the hook spools and retries later
-instead of waiting.
+events are durable and throughput grows with concurrency. A request may leave its caller to be
+authenticated by the writer (:meth:`CaptureService.submit_for`): the requests of one group with
+the same credentials are then authenticated once, and each environment they write to resolved
+and its role checked once, at the state of the store the group commits on. Past
+``max_pending`` queued events a request is refused at once (:class:`Saturated`, HTTP 429): the
+hook spools and retries later instead of waiting.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -77,6 +80,28 @@ class _Pending:
     ending: set[str]
     future: Future[IngestResult]
 
+    @property
+    def size(self) -> int:
+        return len(self.observations)
+
+
+@dataclass
+class _Unprepared:
+    """A request queued before its caller was authenticated (:meth:`CaptureService.submit_for`)."""
+
+    raw: Sequence[Any]
+    caller: Hashable
+    authenticate: Callable[[], Actor]
+    future: Future[IngestResult]
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+
+_EnvIds = dict[tuple[Actor, str | None], str]
+"""The environment id of each (actor, project) resolved (and its role checked) in one group."""
+
 
 class CaptureService:
     def __init__(
@@ -108,7 +133,8 @@ class CaptureService:
         self.max_pending = max_pending
         self.idle_after = idle_after
         self._lock = threading.Condition()
-        self._queue: list[_Pending] = []
+        self._queue: list[_Pending | _Unprepared] = []
+        self._writer_idle = False
         self._queued_events = 0
         self._to_summarize: set[str] = set()
         self._summarizing = 0
@@ -138,8 +164,9 @@ class CaptureService:
         self._env_cache[cache_key] = env.id
         return env.id
 
-    def prepare(self, raw: Sequence[Any], actor: Actor) -> _Pending:
-        """Validate the wire events and resolve their environments (nothing stored yet)."""
+    def prepare(self, raw: Sequence[Any], actor: Actor, env_ids: _EnvIds | None = None) -> _Pending:
+        """Validate the wire events and resolve their environments (nothing stored yet); each
+        (actor, project) once per ``env_ids``."""
         if not isinstance(raw, list) or not raw:
             raise InvalidInput("'events' must be a non-empty list", field="events")
         if len(raw) > MAX_EVENTS_PER_REQUEST:
@@ -159,11 +186,12 @@ class CaptureService:
         touches: dict[str, SessionTouch] = {}
         observations: list[Observation] = []
         ending: set[str] = set()
-        env_ids: dict[str | None, str] = {}  # each project resolved (and its role checked) once
+        env_ids = {} if env_ids is None else env_ids
         for ev in events:
-            env_id = env_ids.get(ev.project)
+            env_id = env_ids.get((actor, ev.project))
             if env_id is None:
-                env_id = env_ids[ev.project] = self._environment_id(ev.project, actor)
+                env_id = self._environment_id(ev.project, actor)
+                env_ids[actor, ev.project] = env_id
             sid = session_key(env_id, ev.agent.value, ev.session_id)
             at = parse_at(ev.at, now)
             title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
@@ -228,19 +256,30 @@ class CaptureService:
     def submit(self, raw: Sequence[Any], actor: Actor) -> Future[IngestResult]:
         """Queue the events for the group-commit writer; the future resolves once they are
         stored. :class:`Saturated` at once when too many events wait."""
-        pending = self.prepare(raw, actor)
+        return self._enqueue(self.prepare(raw, actor))
+
+    def submit_for(
+        self, raw: Sequence[Any], caller: Hashable, authenticate: Callable[[], Actor]
+    ) -> Future[IngestResult]:
+        """As :meth:`submit`, the caller authenticated by the writer: ``authenticate()`` is
+        called once per distinct ``caller`` (the request's credentials) in each group, before
+        the events are validated; its error (or the events') fails this request alone."""
+        return self._enqueue(_Unprepared(raw, caller, authenticate, Future()))
+
+    def _enqueue(self, item: _Pending | _Unprepared) -> Future[IngestResult]:
         with self._lock:
             if self._stopping:
                 raise Saturated("the server is shutting down")
-            if self._queued_events + len(pending.observations) > self.max_pending:
+            if self._queued_events + item.size > self.max_pending:
                 raise Saturated(
                     f"{self._queued_events} captured events are waiting to be stored; retry later"
                 )
-            self._queue.append(pending)
-            self._queued_events += len(pending.observations)
+            self._queue.append(item)
+            self._queued_events += item.size
             self._start_threads()
-            self._lock.notify_all()
-        return pending.future
+            if self._writer_idle:
+                self._lock.notify_all()
+        return item.future
 
     @staticmethod
     def _result(pending: _Pending, stored: set[str]) -> IngestResult:
@@ -263,17 +302,48 @@ class CaptureService:
         while True:
             with self._lock:
                 while not self._queue and not self._stopping:
+                    self._writer_idle = True
                     self._lock.wait()
+                    self._writer_idle = False
                 if not self._queue:
                     return
                 batch, self._queue = self._queue, []
             try:
-                self._write_batch(batch)
+                self._write_batch(self._prepared(batch))
             finally:
                 with self._lock:
-                    self._queued_events -= sum(len(p.observations) for p in batch)
+                    self._queued_events -= sum(item.size for item in batch)
+
+    def _prepared(self, batch: list[_Pending | _Unprepared]) -> list[_Pending]:
+        """The group's requests ready to store: callers authenticated and environments
+        resolved once each; a request that fails either is answered its error now."""
+        actors: dict[Hashable, Actor | Exception] = {}
+        env_ids: _EnvIds = {}
+        ready: list[_Pending] = []
+        for item in batch:
+            if isinstance(item, _Pending):
+                ready.append(item)
+                continue
+            try:
+                actor = actors.get(item.caller)
+                if actor is None:
+                    try:
+                        actor = actors[item.caller] = item.authenticate()
+                    except EngramError as exc:
+                        actor = actors[item.caller] = exc
+                if isinstance(actor, Exception):
+                    raise actor
+                pending = self.prepare(item.raw, actor, env_ids)
+            except Exception as exc:
+                item.future.set_exception(exc)
+                continue
+            pending.future = item.future
+            ready.append(pending)
+        return ready
 
     def _write_batch(self, batch: list[_Pending]) -> None:
+        if not batch:
+            return
         touches: dict[str, SessionTouch] = {}
         for p in batch:
             for t in p.touches:
