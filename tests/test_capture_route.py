@@ -17,7 +17,7 @@ from engram import Engram
 from engram.accounts import Role, Scope
 from engram.actors import LOCAL
 from engram.api import create_app
-from engram.api.capture_route import CaptureEventsRoute
+from engram.api.capture_route import CaptureEventsRoute, FastCapture
 from engram.config import ServerSettings
 from tests.live_server import running
 
@@ -51,6 +51,7 @@ def servers(engram: Engram) -> Iterator[tuple[str, str, dict[str, str]]]:
         app.router.routes[:] = [
             r for r in app.router.routes if not isinstance(r, CaptureEventsRoute)
         ]
+        app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not FastCapture]
         return app
 
     with (

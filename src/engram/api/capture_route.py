@@ -29,18 +29,21 @@ from starlette._utils import get_route_path
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, NoMatchFound
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.api.deps import authenticate, bearer_token
+from engram.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from engram.api.routers.capture import EventsIn
 from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
 from engram.config import ServerSettings
+from engram.limits import MAX_BODY_BYTES
 from engram.service import Engram
 from engram.service.capture import IngestResult
 
 EVENTS_PATH = "/api/v1/capture/events"
 _PROJECT = TypeAdapter(Annotated[str, StringConstraints(max_length=64, pattern=PROJECT_PATTERN)])
 _PROJECT_KEY = PROJECT_HEADER.lower().encode("latin-1")
+_IDEMPOTENCY_KEY = IDEMPOTENCY_HEADER.lower().encode("latin-1")
 
 
 class CaptureEventsRoute(BaseRoute):
@@ -64,34 +67,17 @@ class CaptureEventsRoute(BaseRoute):
         raise NoMatchFound(name, path_params)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:  # the first of each, as Starlette's headers.get
-            headers.setdefault(name, value)
+        headers = _headers(scope)
+        token, project = _caller(headers)
         data = _body(await _read_body(receive), headers.get(b"content-type"))
-        authorization = headers.get(b"authorization")
-        token = None if authorization is None else bearer_token(authorization.decode("latin-1"))
-        raw_project = headers.get(_PROJECT_KEY)
-        project = None if raw_project is None else raw_project.decode("latin-1")
         try:
-            future = self._submit(token, project, data)
+            future = self.submit(token, project, data)
         except _Invalid as invalid:
             await run_in_threadpool(authenticate, self.engram, self.settings, token, project)
             raise RequestValidationError(invalid.errors) from None
-        result = await asyncio.wrap_future(future)
-        answer = json.dumps({"stored": result.stored, "duplicates": result.duplicates}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 202,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(answer)).encode("latin-1")),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer})
+        await _accepted(send, await asyncio.wrap_future(future))
 
-    def _submit(self, token: str | None, project: str | None, data: Any) -> Future[IngestResult]:
+    def submit(self, token: str | None, project: str | None, data: Any) -> Future[IngestResult]:
         """As FastAPI solves the route: the project header, then the caller (not when the
         header is invalid), then the body; every validation error reported at once. A valid
         request is queued at once, its caller authenticated by the group-commit writer (once
@@ -130,6 +116,88 @@ class _Invalid(Exception):
 _MISSING: Any = object()
 
 
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:  # the first of each, as Starlette's headers.get
+        headers.setdefault(name, value)
+    return headers
+
+
+def _caller(headers: dict[bytes, bytes]) -> tuple[str | None, str | None]:
+    """The bearer token and the project header of a request."""
+    authorization = headers.get(b"authorization")
+    token = None if authorization is None else bearer_token(authorization.decode("latin-1"))
+    raw_project = headers.get(_PROJECT_KEY)
+    return token, None if raw_project is None else raw_project.decode("latin-1")
+
+
+async def _accepted(send: Send, result: IngestResult) -> None:
+    answer = json.dumps({"stored": result.stored, "duplicates": result.duplicates}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 202,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(answer)).encode("latin-1")),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": answer})
+
+
+class FastCapture:
+    """ASGI middleware inside the request limits, load shedding and metrics: a capture request
+    that is valid and succeeds is answered here, past the layers that have nothing to do for
+    it (idempotency keys, the exception handlers, the routing); any other — an
+    ``Idempotency-Key`` header, a body without a ``Content-Length`` within the limit, a bad
+    request, a refused caller, a full queue, a failed write — goes on the way every request
+    goes, with its body, and is answered there (it changed nothing here). The route is
+    counted and logged under its template, as when the router matched it."""
+
+    def __init__(self, app: ASGIApp, route: CaptureEventsRoute) -> None:
+        self.app = app
+        self.route = route
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or get_route_path(scope) != EVENTS_PATH
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        length = headers.get(b"content-length", b"")
+        if _IDEMPOTENCY_KEY in headers or not length.isdigit() or int(length) > MAX_BODY_BYTES:
+            await self.app(scope, receive, send)
+            return
+        raw = await _read_body(receive)
+        try:
+            token, project = _caller(headers)
+            future = self.route.submit(token, project, _body(raw, headers.get(b"content-type")))
+            result = await asyncio.wrap_future(future)
+        except Exception:
+            await self.app(scope, _replaying(raw, receive), send)
+            return
+        scope["route"], scope["path_params"] = self.route, {}
+        await _accepted(send, result)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives the body read already, then waits as the original."""
+    given = False
+
+    async def again() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
 def _body(raw: bytes, content_type: bytes | None) -> Any:
     """The request body as FastAPI reads it for a JSON body parameter: decoded when the
     content type is JSON, the bytes as they are otherwise, missing when empty."""
@@ -166,5 +234,8 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 def mount(app: FastAPI, engram: Engram, settings: ServerSettings) -> None:
-    """Put the route first among the application's routes."""
-    app.router.routes.insert(0, CaptureEventsRoute(engram, settings))
+    """Put the route first among the application's routes, and its fast path in the middleware
+    stack as it is so far (call it after the middleware it must stay inside of)."""
+    route = CaptureEventsRoute(engram, settings)
+    app.router.routes.insert(0, route)
+    app.add_middleware(FastCapture, route=route)
