@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from concurrent.futures import Future
 from functools import partial
 from typing import Annotated, Any
 
@@ -75,9 +74,11 @@ class CaptureEventsRoute(BaseRoute):
         except _Invalid as invalid:
             await run_in_threadpool(authenticate, self.engram, self.settings, token, project)
             raise RequestValidationError(invalid.errors) from None
-        await _accepted(send, await asyncio.wrap_future(future))
+        await _accepted(send, await future)
 
-    def submit(self, token: str | None, project: str | None, data: Any) -> Future[IngestResult]:
+    def submit(
+        self, token: str | None, project: str | None, data: Any
+    ) -> asyncio.Future[IngestResult]:
         """As FastAPI solves the route: the project header, then the caller (not when the
         header is invalid), then the body; every validation error reported at once. A valid
         request is queued at once, its caller authenticated by the group-commit writer (once
@@ -103,7 +104,39 @@ class CaptureEventsRoute(BaseRoute):
         if errors:
             raise _Invalid(errors)
         caller = partial(authenticate, self.engram, self.settings, token, project)
-        return self.engram.capture.submit_for(events, (token, project), caller)
+        answer = _LoopAnswer()
+        self.engram.capture.submit_for(events, (token, project), caller, answer)
+        return answer.future
+
+
+class _LoopAnswer:
+    """Hands the writer thread's outcome to the event loop's future (one call into the loop,
+    and no thread-safe future to wrap)."""
+
+    __slots__ = ("future", "loop")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[IngestResult] = self.loop.create_future()
+
+    def set_result(self, result: IngestResult, /) -> None:
+        self.loop.call_soon_threadsafe(_settle, self.future, result, None)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self.loop.call_soon_threadsafe(_settle, self.future, None, exception)
+
+
+def _settle(
+    future: asyncio.Future[IngestResult],
+    result: IngestResult | None,
+    exception: BaseException | None,
+) -> None:
+    if future.done():  # cancelled: the client went away
+        return
+    if exception is not None:
+        future.set_exception(exception)
+    elif result is not None:
+        future.set_result(result)
 
 
 class _Invalid(Exception):
@@ -176,7 +209,7 @@ class FastCapture:
         try:
             token, project = _caller(headers)
             future = self.route.submit(token, project, _body(raw, headers.get(b"content-type")))
-            result = await asyncio.wrap_future(future)
+            result = await future
         except Exception:
             await self.app(scope, _replaying(raw, receive), send)
             return

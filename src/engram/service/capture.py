@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from engram.accounts import Role, Scope
 from engram.actors import Actor
@@ -73,12 +73,21 @@ class IngestResult:
     """Engram's ids of the sessions the events belong to."""
 
 
+class Answer(Protocol):
+    """Where a queued request's outcome goes (a :class:`~concurrent.futures.Future`, or what
+    hands it to an event loop); called by the writer thread."""
+
+    def set_result(self, result: IngestResult, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
 @dataclass
 class _Pending:
     observations: list[Observation]
     touches: list[SessionTouch]
     ending: set[str]
-    future: Future[IngestResult]
+    future: Answer
 
     @property
     def size(self) -> int:
@@ -92,7 +101,7 @@ class _Unprepared:
     raw: Sequence[Any]
     caller: Hashable
     authenticate: Callable[[], Actor]
-    future: Future[IngestResult]
+    future: Answer
 
     @property
     def size(self) -> int:
@@ -256,17 +265,25 @@ class CaptureService:
     def submit(self, raw: Sequence[Any], actor: Actor) -> Future[IngestResult]:
         """Queue the events for the group-commit writer; the future resolves once they are
         stored. :class:`Saturated` at once when too many events wait."""
-        return self._enqueue(self.prepare(raw, actor))
+        pending = self.prepare(raw, actor)
+        pending.future = future = Future[IngestResult]()
+        self._enqueue(pending)
+        return future
 
     def submit_for(
-        self, raw: Sequence[Any], caller: Hashable, authenticate: Callable[[], Actor]
-    ) -> Future[IngestResult]:
+        self,
+        raw: Sequence[Any],
+        caller: Hashable,
+        authenticate: Callable[[], Actor],
+        answer: Answer,
+    ) -> None:
         """As :meth:`submit`, the caller authenticated by the writer: ``authenticate()`` is
         called once per distinct ``caller`` (the request's credentials) in each group, before
-        the events are validated; its error (or the events') fails this request alone."""
-        return self._enqueue(_Unprepared(raw, caller, authenticate, Future()))
+        the events are validated; its error (or the events') fails this request alone. The
+        outcome goes to ``answer``. :class:`Saturated` at once when too many events wait."""
+        self._enqueue(_Unprepared(raw, caller, authenticate, answer))
 
-    def _enqueue(self, item: _Pending | _Unprepared) -> Future[IngestResult]:
+    def _enqueue(self, item: _Pending | _Unprepared) -> None:
         with self._lock:
             if self._stopping:
                 raise Saturated("the server is shutting down")
@@ -279,7 +296,6 @@ class CaptureService:
             self._start_threads()
             if self._writer_idle:
                 self._lock.notify_all()
-        return item.future
 
     @staticmethod
     def _result(pending: _Pending, stored: set[str]) -> IngestResult:
