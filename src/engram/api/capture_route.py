@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from functools import partial
 from typing import Annotated, Any
 
@@ -32,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.api.deps import authenticate, bearer_token
 from engram.api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from engram.api.observability import LOG_LEVEL
 from engram.api.routers.capture import EventsIn
 from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
 from engram.config import ServerSettings
@@ -186,7 +188,8 @@ class FastCapture:
     ``Idempotency-Key`` header, a body without a ``Content-Length`` within the limit, a bad
     request, a refused caller, a full queue, a failed write — goes on the way every request
     goes, with its body, and is answered there (it changed nothing here). The route is
-    counted and logged under its template, as when the router matched it."""
+    counted under its template, as when the router matched it, and its request log line is
+    written at debug level (hooks post hundreds a second; a refused request logs at info)."""
 
     def __init__(self, app: ASGIApp, route: CaptureEventsRoute) -> None:
         self.app = app
@@ -214,6 +217,7 @@ class FastCapture:
             await self.app(scope, _replaying(raw, receive), send)
             return
         scope["route"], scope["path_params"] = self.route, {}
+        scope[LOG_LEVEL] = logging.DEBUG  # hundreds a second: counted, logged only at debug
         await _accepted(send, result)
 
 
