@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
+import weakref
 from functools import partial
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -112,20 +114,67 @@ class CaptureEventsRoute(BaseRoute):
 
 
 class _LoopAnswer:
-    """Hands the writer thread's outcome to the event loop's future (one call into the loop,
-    and no thread-safe future to wrap)."""
+    """Hands the writer thread's outcome to the event loop's future, with no thread-safe
+    future to wrap: the outcomes of one group reach the loop in one call."""
 
-    __slots__ = ("future", "loop")
+    __slots__ = ("future", "outcomes")
 
     def __init__(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.future: asyncio.Future[IngestResult] = self.loop.create_future()
+        loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[IngestResult] = loop.create_future()
+        self.outcomes = _Outcomes.of(loop)
 
     def set_result(self, result: IngestResult, /) -> None:
-        self.loop.call_soon_threadsafe(_settle, self.future, result, None)
+        self.outcomes.add(self.future, result, None)
 
     def set_exception(self, exception: BaseException, /) -> None:
-        self.loop.call_soon_threadsafe(_settle, self.future, None, exception)
+        self.outcomes.add(self.future, None, exception)
+
+
+_Outcome = tuple["asyncio.Future[IngestResult]", IngestResult | None, BaseException | None]
+
+
+class _Outcomes:
+    """The outcomes waiting for one event loop: the first of a batch wakes the loop, which
+    settles every one queued by then."""
+
+    _by_loop: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Outcomes]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.lock = threading.Lock()
+        self.waiting: list[_Outcome] = []
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> _Outcomes:
+        found = cls._by_loop.get(loop)
+        if found is None:
+            found = cls._by_loop[loop] = cls(loop)
+        return found
+
+    def add(
+        self,
+        future: asyncio.Future[IngestResult],
+        result: IngestResult | None,
+        exception: BaseException | None,
+    ) -> None:
+        with self.lock:
+            self.waiting.append((future, result, exception))
+            if len(self.waiting) > 1:  # the loop is called already
+                return
+        try:
+            self.loop.call_soon_threadsafe(self._settle_all)
+        except RuntimeError:  # the loop closed: nobody waits for these any more
+            with self.lock:
+                self.waiting.clear()
+
+    def _settle_all(self) -> None:
+        with self.lock:
+            waiting, self.waiting = self.waiting, []
+        for outcome in waiting:
+            _settle(*outcome)
 
 
 def _settle(
