@@ -18,19 +18,15 @@ import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from engram.accounts import Role, Scope
 from engram.actors import Actor
-from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
-from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
-from engram.capture.sessions import parse_at, session_key
+from engram.capture.events import EventKind
 from engram.capture.summary import SessionSummary, summarize
 from engram.clock import Clock
 from engram.errors import EngramError, InvalidInput, NotFound, Saturated
-from engram.limits import text_problem
 from engram.models import (
     EpisodeDetails,
     Layer,
@@ -50,6 +46,17 @@ from engram.service.briefing import (
     RecallFn,
     SoulFn,
 )
+from engram.service.capture_batch import (
+    MAX_EVENTS_PER_REQUEST,
+    Answer,
+    EnvIds,
+    IngestResult,
+    Pending,
+    Unprepared,
+    merge_touch,
+    prepare_events,
+    result_of,
+)
 from engram.service.environments import EnvironmentService, require_scope
 from engram.service.handoffs import HandoffService
 from engram.service.memories import MemoryService
@@ -61,55 +68,6 @@ RememberFn = Callable[[NewMemory, Actor, str], object]
 """Stores a fact with the lifecycle's dedup and contradiction rules."""
 LearnFn = Callable[[str, str, Sequence[str]], object]
 """(user id, environment id, the user's preference sentences) -> the cross-project profile."""
-
-MAX_EVENTS_PER_REQUEST = 500
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    stored: int
-    duplicates: int
-    sessions: list[str] = field(default_factory=list)
-    """Engram's ids of the sessions the events belong to."""
-
-
-class Answer(Protocol):
-    """Where a queued request's outcome goes (a :class:`~concurrent.futures.Future`, or what
-    hands it to an event loop); called by the writer thread."""
-
-    def set_result(self, result: IngestResult, /) -> None: ...
-
-    def set_exception(self, exception: BaseException, /) -> None: ...
-
-
-@dataclass
-class _Pending:
-    observations: list[Observation]
-    touches: list[SessionTouch]
-    ending: set[str]
-    future: Answer
-
-    @property
-    def size(self) -> int:
-        return len(self.observations)
-
-
-@dataclass
-class _Unprepared:
-    """A request queued before its caller was authenticated (:meth:`CaptureService.submit_for`)."""
-
-    raw: Sequence[Any]
-    caller: Hashable
-    authenticate: Callable[[], Actor]
-    future: Answer
-
-    @property
-    def size(self) -> int:
-        return len(self.raw)
-
-
-_EnvIds = dict[tuple[Actor, str | None], str]
-"""The environment id of each (actor, project) resolved (and its role checked) in one group."""
 
 
 class CaptureService:
@@ -142,7 +100,7 @@ class CaptureService:
         self.max_pending = max_pending
         self.idle_after = idle_after
         self._lock = threading.Condition()
-        self._queue: list[_Pending | _Unprepared] = []
+        self._queue: list[Pending | Unprepared] = []
         self._writer_idle = False
         self._queued_events = 0
         self._to_summarize: set[str] = set()
@@ -173,86 +131,10 @@ class CaptureService:
         self._env_cache[cache_key] = env.id
         return env.id
 
-    def prepare(self, raw: Sequence[Any], actor: Actor, env_ids: _EnvIds | None = None) -> _Pending:
+    def prepare(self, raw: Sequence[Any], actor: Actor, env_ids: EnvIds | None = None) -> Pending:
         """Validate the wire events and resolve their environments (nothing stored yet); each
         (actor, project) once per ``env_ids``."""
-        if not isinstance(raw, list) or not raw:
-            raise InvalidInput("'events' must be a non-empty list", field="events")
-        if len(raw) > MAX_EVENTS_PER_REQUEST:
-            raise InvalidInput(
-                f"at most {MAX_EVENTS_PER_REQUEST} events per request, got {len(raw)}",
-                field="events",
-            )
-        events: list[Event] = []
-        for i, item in enumerate(raw):
-            errors = validation_errors(item)
-            if not errors and (problem := text_problem(item)):
-                errors = [problem]
-            if errors:
-                raise InvalidInput(f"events[{i}]: " + "; ".join(errors), field=f"events[{i}]")
-            events.append(from_dict(item))
-        now = self._clock()
-        touches: dict[str, SessionTouch] = {}
-        observations: list[Observation] = []
-        ending: set[str] = set()
-        env_ids = {} if env_ids is None else env_ids
-        for ev in events:
-            env_id = env_ids.get((actor, ev.project))
-            if env_id is None:
-                env_id = self._environment_id(ev.project, actor)
-                env_ids[actor, ev.project] = env_id
-            sid = session_key(env_id, ev.agent.value, ev.session_id)
-            at = parse_at(ev.at, now)
-            title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
-            ended = at if ev.kind is EventKind.SESSION_END else None
-            old = touches.get(sid)
-            if old is None:
-                touches[sid] = SessionTouch(
-                    sid,
-                    env_id,
-                    ev.agent.value,
-                    ev.session_id,
-                    ev.cwd,
-                    at,
-                    at,
-                    ended,
-                    title,
-                    actor.user_id,
-                )
-            else:
-                touches[sid] = SessionTouch(
-                    sid,
-                    env_id,
-                    old.agent,
-                    old.session_id,
-                    old.cwd or ev.cwd,
-                    min(old.first_at, at),
-                    max(old.last_at, at),
-                    ended or old.ended_at,
-                    old.title or title,
-                    old.user_id,
-                )
-            if ev.kind in ENDING_KINDS:
-                ending.add(sid)
-            observations.append(
-                Observation(
-                    key=ev.key,
-                    session=sid,
-                    environment_id=env_id,
-                    agent=ev.agent.value,
-                    kind=ev.kind.value,
-                    at=at,
-                    hook=ev.hook[:100],
-                    text=bound(ev.text, PROMPT_BYTES),
-                    tool=ev.tool[:200],
-                    command=bound(ev.command, EXCERPT_BYTES),
-                    files=tuple(f[:1024] for f in ev.files[:50]),
-                    output=bound(ev.output, EXCERPT_BYTES),
-                    failed=ev.failed,
-                    detail=ev.detail[:200],
-                )
-            )
-        return _Pending(observations, list(touches.values()), ending, Future())
+        return prepare_events(raw, actor, self._clock(), self._environment_id, env_ids)
 
     def ingest(self, raw: Sequence[Any], actor: Actor) -> IngestResult:
         """Store the events now (in this thread); sessions that stopped are summarised in the
@@ -260,7 +142,7 @@ class CaptureService:
         pending = self.prepare(raw, actor)
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         self._schedule(pending.ending)
-        return self._result(pending, set(stored))
+        return result_of(pending, set(stored))
 
     def submit(self, raw: Sequence[Any], actor: Actor) -> Future[IngestResult]:
         """Queue the events for the group-commit writer; the future resolves once they are
@@ -281,9 +163,9 @@ class CaptureService:
         called once per distinct ``caller`` (the request's credentials) in each group, before
         the events are validated; its error (or the events') fails this request alone. The
         outcome goes to ``answer``. :class:`Saturated` at once when too many events wait."""
-        self._enqueue(_Unprepared(raw, caller, authenticate, answer))
+        self._enqueue(Unprepared(raw, caller, authenticate, answer))
 
-    def _enqueue(self, item: _Pending | _Unprepared) -> None:
+    def _enqueue(self, item: Pending | Unprepared) -> None:
         with self._lock:
             if self._stopping:
                 raise Saturated("the server is shutting down")
@@ -296,11 +178,6 @@ class CaptureService:
             self._start_threads()
             if self._writer_idle:
                 self._lock.notify_all()
-
-    @staticmethod
-    def _result(pending: _Pending, stored: set[str]) -> IngestResult:
-        n = sum(1 for o in pending.observations if o.key in stored)
-        return IngestResult(n, len(pending.observations) - n, sorted(t.id for t in pending.touches))
 
     def _start_threads(self) -> None:
         if self._writer is None:
@@ -330,14 +207,14 @@ class CaptureService:
                 with self._lock:
                     self._queued_events -= sum(item.size for item in batch)
 
-    def _prepared(self, batch: list[_Pending | _Unprepared]) -> list[_Pending]:
+    def _prepared(self, batch: list[Pending | Unprepared]) -> list[Pending]:
         """The group's requests ready to store: callers authenticated and environments
         resolved once each; a request that fails either is answered its error now."""
         actors: dict[Hashable, Actor | Exception] = {}
-        env_ids: _EnvIds = {}
-        ready: list[_Pending] = []
+        env_ids: EnvIds = {}
+        ready: list[Pending] = []
         for item in batch:
-            if isinstance(item, _Pending):
+            if isinstance(item, Pending):
                 ready.append(item)
                 continue
             try:
@@ -357,14 +234,14 @@ class CaptureService:
             ready.append(pending)
         return ready
 
-    def _write_batch(self, batch: list[_Pending]) -> None:
+    def _write_batch(self, batch: list[Pending]) -> None:
         if not batch:
             return
         touches: dict[str, SessionTouch] = {}
         for p in batch:
             for t in p.touches:
                 old = touches.get(t.id)
-                touches[t.id] = t if old is None else _merge_touch(old, t)
+                touches[t.id] = t if old is None else merge_touch(old, t)
         observations = [o for p in batch for o in p.observations]
         try:
             stored = set(self._store.capture.add_observations(list(touches.values()), observations))
@@ -382,7 +259,7 @@ class CaptureService:
         ending: set[str] = set()
         for p in batch:
             ending |= p.ending
-            p.future.set_result(self._result(p, stored))
+            p.future.set_result(result_of(p, stored))
         self._schedule(ending)
 
     # -- summaries ---------------------------------------------------------------------------
@@ -596,7 +473,7 @@ class CaptureService:
         block = self.briefing.block(
             start.environment_id, start.session, max_tokens, actor, lead=handoff
         )
-        return self._result(pending, set(stored)), block
+        return result_of(pending, set(stored)), block
 
     def prompt_recall(
         self,
@@ -619,7 +496,7 @@ class CaptureService:
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         # no prompt among the events: they are stored, and there is nothing to recall for
         block = "" if prompt is None else self.briefing.for_prompt(prompt, max_tokens, floor, actor)
-        return self._result(pending, set(stored)), block
+        return result_of(pending, set(stored)), block
 
     # -- shutdown ----------------------------------------------------------------------------
     def drain(self, timeout: float = 10.0) -> bool:
@@ -644,21 +521,6 @@ class CaptureService:
         self._writer = self._summarizer = None
 
 
-def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:
-    return SessionTouch(
-        a.id,
-        a.environment_id,
-        a.agent,
-        a.session_id,
-        a.cwd or b.cwd,
-        min(a.first_at, b.first_at),
-        max(a.last_at, b.last_at),
-        b.ended_at or a.ended_at,
-        a.title or b.title,
-        a.user_id or b.user_id,
-    )
-
-
 def _summary_meta(summary: SessionSummary) -> dict[str, Any]:
     return {
         "title": summary.title,
@@ -675,6 +537,8 @@ __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_RECALL_TOKENS",
     "MAX_CONTEXT_TOKENS",
+    "MAX_EVENTS_PER_REQUEST",
+    "Answer",
     "CaptureService",
     "IngestResult",
 ]
