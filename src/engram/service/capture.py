@@ -99,7 +99,10 @@ class CaptureService:
         )
         self.max_pending = max_pending
         self.idle_after = idle_after
-        self._lock = threading.Condition()
+        lock = threading.RLock()
+        self._lock = threading.Condition(lock)
+        self._queued = threading.Condition(lock)
+        """Wakes the writer alone (the summariser waits on ``_lock``)."""
         self._queue: list[Pending | Unprepared] = []
         self._writer_idle = False
         self._queued_events = 0
@@ -177,7 +180,7 @@ class CaptureService:
             self._queued_events += item.size
             self._start_threads()
             if self._writer_idle:
-                self._lock.notify_all()
+                self._queued.notify()
 
     def _start_threads(self) -> None:
         if self._writer is None:
@@ -196,7 +199,7 @@ class CaptureService:
             with self._lock:
                 while not self._queue and not self._stopping:
                     self._writer_idle = True
-                    self._lock.wait()
+                    self._queued.wait()
                     self._writer_idle = False
                 if not self._queue:
                     return
@@ -515,6 +518,7 @@ class CaptureService:
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
+            self._queued.notify_all()
         for thread in (self._writer, self._summarizer):
             if thread is not None:
                 thread.join(timeout=30)
