@@ -216,7 +216,7 @@ def _caller(headers: dict[bytes, bytes]) -> tuple[str | None, str | None]:
 
 
 async def _accepted(send: Send, result: IngestResult) -> None:
-    answer = json.dumps({"stored": result.stored, "duplicates": result.duplicates}).encode()
+    answer = b'{"stored": %d, "duplicates": %d}' % (result.stored, result.duplicates)
     await send(
         {
             "type": "http.response.start",
@@ -257,7 +257,10 @@ class FastCapture:
         if _IDEMPOTENCY_KEY in headers or not length.isdigit() or int(length) > MAX_BODY_BYTES:
             await self.app(scope, receive, send)
             return
-        raw = await _read_body(receive)
+        try:
+            raw = await _read_body(receive)
+        except HTTPException:  # the client went away before its body came: nobody to answer
+            return
         try:
             token, project = _caller(headers)
             future = self.route.submit(token, project, _body(raw, headers.get(b"content-type")))
