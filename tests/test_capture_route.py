@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -52,7 +52,9 @@ def servers(engram: Engram) -> Iterator[tuple[str, str, dict[str, str]]]:
         app.router.routes[:] = [
             r for r in app.router.routes if not isinstance(r, CaptureEventsRoute)
         ]
-        app.user_middleware[:] = [m for m in app.user_middleware if m.cls is not FastCapture]
+        app.user_middleware[:] = [
+            m for m in app.user_middleware if cast(object, m.cls) is not FastCapture
+        ]
         return app
 
     with (

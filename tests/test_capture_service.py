@@ -266,8 +266,10 @@ def test_a_failing_request_does_not_fail_the_others_in_its_commit(
     doomed = engram.capture.prepare([ev("prompt", clock, project="gone")], LOCAL)
     engram.environments.delete("gone", LOCAL, purge=True)  # under the cached lookup
     fine = engram.capture.prepare([ev("prompt", clock, text="still stored")], LOCAL)
+    doomed.future = doomed_answer = Future[IngestResult]()
+    fine.future = fine_answer = Future[IngestResult]()
     engram.capture._write_batch([doomed, fine])
-    assert fine.future.result(timeout=5).stored == 1
-    assert doomed.future.exception(timeout=5) is not None
+    assert fine_answer.result(timeout=5).stored == 1
+    assert doomed_answer.exception(timeout=5) is not None
     again = engram.capture.ingest([ev("prompt", clock, project="gone")], LOCAL)
     assert again.stored == 1  # the project's environment is created anew
