@@ -7,8 +7,9 @@ the fast route (FastAPI's route then answers)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -17,7 +18,7 @@ from engram import Engram
 from engram.accounts import Role, Scope
 from engram.actors import LOCAL
 from engram.api import create_app
-from engram.api.capture_route import CaptureEventsRoute
+from engram.api.capture_route import CaptureEventsRoute, FastCapture
 from engram.config import ServerSettings
 from tests.live_server import running
 
@@ -50,6 +51,9 @@ def servers(engram: Engram) -> Iterator[tuple[str, str, dict[str, str]]]:
         assert isinstance(app.router.routes[0], CaptureEventsRoute)
         app.router.routes[:] = [
             r for r in app.router.routes if not isinstance(r, CaptureEventsRoute)
+        ]
+        app.user_middleware[:] = [
+            m for m in app.user_middleware if cast(object, m.cls) is not FastCapture
         ]
         return app
 
@@ -120,3 +124,46 @@ def test_events_are_stored_once_whichever_route_takes_them(
     # the route is counted under its own template, as every route is
     metrics = httpx.get(fast + "/metrics", timeout=60).text
     assert f'route="{PATH}",status="202"' in metrics
+
+
+def test_a_revoked_key_is_refused_at_once_and_stores_nothing(
+    servers: tuple[str, str, dict[str, str]], engram: Engram
+) -> None:
+    fast, _, _ = servers
+    issued = engram.accounts.issue_key(LOCAL, "hook", (Scope.READ, Scope.WRITE))
+    headers = {"Authorization": f"Bearer {issued.token}", "Content-Type": "application/json"}
+    ok = json.dumps({"events": [_event("k-revoke-1")]}).encode()
+    assert _post(fast, ok, headers) == (202, {"stored": 1, "duplicates": 0})
+    engram.accounts.revoke_key(issued.key.id, LOCAL)
+    late = json.dumps({"events": [_event("k-revoke-2")]}).encode()
+    status, body = _post(fast, late, headers)
+    assert status == 401, body
+    owner = engram.accounts.authenticate(engram.accounts.issue_key(LOCAL, "x").token)
+    env = engram.environments.resolve("webapp", owner, Role.READER)
+    assert engram.store.capture.count_observations([env.id]) == 1
+
+
+def test_an_idempotency_key_still_replays_the_first_answer(
+    servers: tuple[str, str, dict[str, str]],
+) -> None:
+    fast, _, tokens = servers
+    headers = {"Authorization": f"Bearer {tokens['owner']}", "Content-Type": "application/json",
+               "Idempotency-Key": "hook-request-1"}  # fmt: skip
+    body = json.dumps({"events": [_event("k-idem-001")]}).encode()
+    first = httpx.post(fast + PATH, content=body, headers=headers, timeout=60)
+    again = httpx.post(fast + PATH, content=body, headers=headers, timeout=60)
+    assert (first.status_code, first.json()) == (202, {"stored": 1, "duplicates": 0})
+    assert (again.status_code, again.json()) == (202, {"stored": 1, "duplicates": 0})
+    assert again.headers.get("Idempotent-Replayed") == "true"
+
+
+def test_accepted_events_log_at_debug_and_refusals_at_info(
+    servers: tuple[str, str, dict[str, str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    fast, _, tokens = servers
+    headers = {"Authorization": f"Bearer {tokens['owner']}", "Content-Type": "application/json"}
+    caplog.set_level(logging.DEBUG, logger="engram.api")
+    assert _post(fast, json.dumps({"events": [_event("k-log-0001")]}).encode(), headers)[0] == 202
+    assert _post(fast, b'{"events": 3}', headers)[0] == 422
+    lines = [(r.levelno, getattr(r, "status", None)) for r in caplog.records if r.msg == "request"]
+    assert (logging.DEBUG, 202) in lines and (logging.INFO, 422) in lines, lines

@@ -4,14 +4,19 @@ happens when an environment goes."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from engram import LOCAL, Engram, NewMemory
-from engram.errors import InvalidInput
+from engram.actors import Actor
+from engram.errors import InvalidInput, Unauthenticated
 from engram.models import Layer
+from engram.service.capture import IngestResult
 from engram.tokens import count_tokens
 from tests.conftest import FakeClock
 
@@ -54,6 +59,45 @@ def test_concurrent_requests_share_one_commit(engram: Engram, clock: FakeClock) 
     env = engram.environments.resolve("webapp", LOCAL)
     assert engram.store.capture.count_observations([env.id]) == 300
     assert sum(s.events for s in engram.capture.list_sessions(LOCAL, "webapp")) == 300
+
+
+def test_one_group_authenticates_each_key_once(engram: Engram, clock: FakeClock) -> None:
+    """Requests queued while the writer is busy form one group: each distinct caller is
+    authenticated once for all of its requests, and a refused caller fails its requests
+    alone."""
+    calls: list[str] = []
+    busy, release = threading.Event(), threading.Event()
+
+    def holding() -> Actor:  # the first request holds the writer until the others are queued
+        busy.set()
+        release.wait(10)
+        return LOCAL
+
+    def caller(name: str) -> Callable[[], Actor]:
+        def authenticate() -> Actor:
+            calls.append(name)
+            if name == "revoked":
+                raise Unauthenticated("invalid or revoked API key")
+            return LOCAL
+
+        return authenticate
+
+    first = Future[IngestResult]()
+    engram.capture.submit_for([ev("prompt", clock)], "hold", holding, first)
+    assert busy.wait(10)
+    answers = {name: [Future[IngestResult]() for _ in range(5)] for name in ("a", "b", "revoked")}
+    for name, futures in answers.items():
+        for future in futures:
+            engram.capture.submit_for([ev("tool_result", clock)], name, caller(name), future)
+    release.set()
+    assert first.result(timeout=10).stored == 1
+    assert sum(f.result(timeout=10).stored for f in answers["a"] + answers["b"]) == 10
+    for future in answers["revoked"]:
+        with pytest.raises(Unauthenticated):
+            future.result(timeout=10)
+    assert sorted(calls) == ["a", "b", "revoked"]
+    env = engram.environments.resolve("webapp", LOCAL)
+    assert engram.store.capture.count_observations([env.id]) == 11
 
 
 def test_bad_input_is_named_and_stores_nothing(engram: Engram, clock: FakeClock) -> None:
@@ -222,8 +266,10 @@ def test_a_failing_request_does_not_fail_the_others_in_its_commit(
     doomed = engram.capture.prepare([ev("prompt", clock, project="gone")], LOCAL)
     engram.environments.delete("gone", LOCAL, purge=True)  # under the cached lookup
     fine = engram.capture.prepare([ev("prompt", clock, text="still stored")], LOCAL)
+    doomed.future = doomed_answer = Future[IngestResult]()
+    fine.future = fine_answer = Future[IngestResult]()
     engram.capture._write_batch([doomed, fine])
-    assert fine.future.result(timeout=5).stored == 1
-    assert doomed.future.exception(timeout=5) is not None
+    assert fine_answer.result(timeout=5).stored == 1
+    assert doomed_answer.exception(timeout=5) is not None
     again = engram.capture.ingest([ev("prompt", clock, project="gone")], LOCAL)
     assert again.stored == 1  # the project's environment is created anew

@@ -84,6 +84,7 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.state.metrics = Metrics()
     errors.install(app)
     idempotency.install(app, service, settings)  # Idempotency-Key on every write
+    capture_route.mount(app, service, settings)  # the hooks' route: ahead of routing, idempotency
     app.add_middleware(RequestLimits)  # size limits first: nothing oversized is reserved
     # 429 beyond the in-flight bound
     app.add_middleware(Shed, limit=settings.max_in_flight, metrics=app.state.metrics)
@@ -93,6 +94,5 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
     app.include_router(api)
-    capture_route.mount(app, service, settings)  # the hooks' route, ahead of the routing
     docs.mount(app)  # /docs from local assets, no CDN
     return app  # engram.servers.http_app mounts MCP at /mcp beside it

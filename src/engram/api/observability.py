@@ -13,6 +13,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("engram.api")
+LOG_LEVEL = "engram.log_level"
+"""A request's scope key: the level its request log line is written at (default info)."""
 
 _STD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message"}
 
@@ -116,7 +118,11 @@ class Observe:
         route, method = route_template(scope), scope["method"]
         self.metrics.requests.labels(method, route, str(status)).inc()
         self.metrics.latency.labels(method, route).observe(elapsed)
-        log.info(
+        level = scope.get(LOG_LEVEL, logging.INFO)
+        if not log.isEnabledFor(level):
+            return
+        log.log(
+            level,
             "request",
             extra={
                 "method": method,

@@ -4,30 +4,29 @@ ends or goes idle, and a new session starts with one bounded block of what matte
 
 Ingest is a group commit: concurrent requests queue their events and one writer thread stores
 every queued batch in one transaction, then answers them all, so a request is answered once its
-events are durable and throughput grows with concurrency. Past ``max_pending`` queued events a
-request is refused at once (:class:`Saturated`, HTTP 429): the hook spools and retries later
-instead of waiting.
+events are durable and throughput grows with concurrency. A request may leave its caller to be
+authenticated by the writer (:meth:`CaptureService.submit_for`): the requests of one group with
+the same credentials are then authenticated once, and each environment they write to resolved
+and its role checked once, at the state of the store the group commits on. Past
+``max_pending`` queued events a request is refused at once (:class:`Saturated`, HTTP 429): the
+hook spools and retries later instead of waiting.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from engram.accounts import Role, Scope
 from engram.actors import Actor
-from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
-from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
-from engram.capture.sessions import parse_at, session_key
+from engram.capture.events import EventKind
 from engram.capture.summary import SessionSummary, summarize
 from engram.clock import Clock
 from engram.errors import EngramError, InvalidInput, NotFound, Saturated
-from engram.limits import text_problem
 from engram.models import (
     EpisodeDetails,
     Layer,
@@ -47,6 +46,17 @@ from engram.service.briefing import (
     RecallFn,
     SoulFn,
 )
+from engram.service.capture_batch import (
+    MAX_EVENTS_PER_REQUEST,
+    Answer,
+    EnvIds,
+    IngestResult,
+    Pending,
+    Unprepared,
+    merge_touch,
+    prepare_events,
+    result_of,
+)
 from engram.service.environments import EnvironmentService, require_scope
 from engram.service.handoffs import HandoffService
 from engram.service.memories import MemoryService
@@ -58,24 +68,6 @@ RememberFn = Callable[[NewMemory, Actor, str], object]
 """Stores a fact with the lifecycle's dedup and contradiction rules."""
 LearnFn = Callable[[str, str, Sequence[str]], object]
 """(user id, environment id, the user's preference sentences) -> the cross-project profile."""
-
-MAX_EVENTS_PER_REQUEST = 500
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    stored: int
-    duplicates: int
-    sessions: list[str] = field(default_factory=list)
-    """Engram's ids of the sessions the events belong to."""
-
-
-@dataclass
-class _Pending:
-    observations: list[Observation]
-    touches: list[SessionTouch]
-    ending: set[str]
-    future: Future[IngestResult]
 
 
 class CaptureService:
@@ -107,8 +99,12 @@ class CaptureService:
         )
         self.max_pending = max_pending
         self.idle_after = idle_after
-        self._lock = threading.Condition()
-        self._queue: list[_Pending] = []
+        lock = threading.RLock()
+        self._lock = threading.Condition(lock)
+        self._queued = threading.Condition(lock)
+        """Wakes the writer alone (the summariser waits on ``_lock``)."""
+        self._queue: list[Pending | Unprepared] = []
+        self._writer_idle = False
         self._queued_events = 0
         self._to_summarize: set[str] = set()
         self._summarizing = 0
@@ -138,84 +134,10 @@ class CaptureService:
         self._env_cache[cache_key] = env.id
         return env.id
 
-    def prepare(self, raw: Sequence[Any], actor: Actor) -> _Pending:
-        """Validate the wire events and resolve their environments (nothing stored yet)."""
-        if not isinstance(raw, list) or not raw:
-            raise InvalidInput("'events' must be a non-empty list", field="events")
-        if len(raw) > MAX_EVENTS_PER_REQUEST:
-            raise InvalidInput(
-                f"at most {MAX_EVENTS_PER_REQUEST} events per request, got {len(raw)}",
-                field="events",
-            )
-        events: list[Event] = []
-        for i, item in enumerate(raw):
-            errors = validation_errors(item)
-            if not errors and (problem := text_problem(item)):
-                errors = [problem]
-            if errors:
-                raise InvalidInput(f"events[{i}]: " + "; ".join(errors), field=f"events[{i}]")
-            events.append(from_dict(item))
-        now = self._clock()
-        touches: dict[str, SessionTouch] = {}
-        observations: list[Observation] = []
-        ending: set[str] = set()
-        env_ids: dict[str | None, str] = {}  # each project resolved (and its role checked) once
-        for ev in events:
-            env_id = env_ids.get(ev.project)
-            if env_id is None:
-                env_id = env_ids[ev.project] = self._environment_id(ev.project, actor)
-            sid = session_key(env_id, ev.agent.value, ev.session_id)
-            at = parse_at(ev.at, now)
-            title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
-            ended = at if ev.kind is EventKind.SESSION_END else None
-            old = touches.get(sid)
-            if old is None:
-                touches[sid] = SessionTouch(
-                    sid,
-                    env_id,
-                    ev.agent.value,
-                    ev.session_id,
-                    ev.cwd,
-                    at,
-                    at,
-                    ended,
-                    title,
-                    actor.user_id,
-                )
-            else:
-                touches[sid] = SessionTouch(
-                    sid,
-                    env_id,
-                    old.agent,
-                    old.session_id,
-                    old.cwd or ev.cwd,
-                    min(old.first_at, at),
-                    max(old.last_at, at),
-                    ended or old.ended_at,
-                    old.title or title,
-                    old.user_id,
-                )
-            if ev.kind in ENDING_KINDS:
-                ending.add(sid)
-            observations.append(
-                Observation(
-                    key=ev.key,
-                    session=sid,
-                    environment_id=env_id,
-                    agent=ev.agent.value,
-                    kind=ev.kind.value,
-                    at=at,
-                    hook=ev.hook[:100],
-                    text=bound(ev.text, PROMPT_BYTES),
-                    tool=ev.tool[:200],
-                    command=bound(ev.command, EXCERPT_BYTES),
-                    files=tuple(f[:1024] for f in ev.files[:50]),
-                    output=bound(ev.output, EXCERPT_BYTES),
-                    failed=ev.failed,
-                    detail=ev.detail[:200],
-                )
-            )
-        return _Pending(observations, list(touches.values()), ending, Future())
+    def prepare(self, raw: Sequence[Any], actor: Actor, env_ids: EnvIds | None = None) -> Pending:
+        """Validate the wire events and resolve their environments (nothing stored yet); each
+        (actor, project) once per ``env_ids``."""
+        return prepare_events(raw, actor, self._clock(), self._environment_id, env_ids)
 
     def ingest(self, raw: Sequence[Any], actor: Actor) -> IngestResult:
         """Store the events now (in this thread); sessions that stopped are summarised in the
@@ -223,29 +145,42 @@ class CaptureService:
         pending = self.prepare(raw, actor)
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         self._schedule(pending.ending)
-        return self._result(pending, set(stored))
+        return result_of(pending, set(stored))
 
     def submit(self, raw: Sequence[Any], actor: Actor) -> Future[IngestResult]:
         """Queue the events for the group-commit writer; the future resolves once they are
         stored. :class:`Saturated` at once when too many events wait."""
         pending = self.prepare(raw, actor)
+        pending.future = future = Future[IngestResult]()
+        self._enqueue(pending)
+        return future
+
+    def submit_for(
+        self,
+        raw: Sequence[Any],
+        caller: Hashable,
+        authenticate: Callable[[], Actor],
+        answer: Answer,
+    ) -> None:
+        """As :meth:`submit`, the caller authenticated by the writer: ``authenticate()`` is
+        called once per distinct ``caller`` (the request's credentials) in each group, before
+        the events are validated; its error (or the events') fails this request alone. The
+        outcome goes to ``answer``. :class:`Saturated` at once when too many events wait."""
+        self._enqueue(Unprepared(raw, caller, authenticate, answer))
+
+    def _enqueue(self, item: Pending | Unprepared) -> None:
         with self._lock:
             if self._stopping:
                 raise Saturated("the server is shutting down")
-            if self._queued_events + len(pending.observations) > self.max_pending:
+            if self._queued_events + item.size > self.max_pending:
                 raise Saturated(
                     f"{self._queued_events} captured events are waiting to be stored; retry later"
                 )
-            self._queue.append(pending)
-            self._queued_events += len(pending.observations)
+            self._queue.append(item)
+            self._queued_events += item.size
             self._start_threads()
-            self._lock.notify_all()
-        return pending.future
-
-    @staticmethod
-    def _result(pending: _Pending, stored: set[str]) -> IngestResult:
-        n = sum(1 for o in pending.observations if o.key in stored)
-        return IngestResult(n, len(pending.observations) - n, sorted(t.id for t in pending.touches))
+            if self._writer_idle:
+                self._queued.notify()
 
     def _start_threads(self) -> None:
         if self._writer is None:
@@ -263,22 +198,53 @@ class CaptureService:
         while True:
             with self._lock:
                 while not self._queue and not self._stopping:
-                    self._lock.wait()
+                    self._writer_idle = True
+                    self._queued.wait()
+                    self._writer_idle = False
                 if not self._queue:
                     return
                 batch, self._queue = self._queue, []
             try:
-                self._write_batch(batch)
+                self._write_batch(self._prepared(batch))
             finally:
                 with self._lock:
-                    self._queued_events -= sum(len(p.observations) for p in batch)
+                    self._queued_events -= sum(item.size for item in batch)
 
-    def _write_batch(self, batch: list[_Pending]) -> None:
+    def _prepared(self, batch: list[Pending | Unprepared]) -> list[Pending]:
+        """The group's requests ready to store: callers authenticated and environments
+        resolved once each; a request that fails either is answered its error now."""
+        actors: dict[Hashable, Actor | Exception] = {}
+        env_ids: EnvIds = {}
+        ready: list[Pending] = []
+        for item in batch:
+            if isinstance(item, Pending):
+                ready.append(item)
+                continue
+            try:
+                actor = actors.get(item.caller)
+                if actor is None:
+                    try:
+                        actor = actors[item.caller] = item.authenticate()
+                    except EngramError as exc:
+                        actor = actors[item.caller] = exc
+                if isinstance(actor, Exception):
+                    raise actor
+                pending = self.prepare(item.raw, actor, env_ids)
+            except Exception as exc:
+                item.future.set_exception(exc)
+                continue
+            pending.future = item.future
+            ready.append(pending)
+        return ready
+
+    def _write_batch(self, batch: list[Pending]) -> None:
+        if not batch:
+            return
         touches: dict[str, SessionTouch] = {}
         for p in batch:
             for t in p.touches:
                 old = touches.get(t.id)
-                touches[t.id] = t if old is None else _merge_touch(old, t)
+                touches[t.id] = t if old is None else merge_touch(old, t)
         observations = [o for p in batch for o in p.observations]
         try:
             stored = set(self._store.capture.add_observations(list(touches.values()), observations))
@@ -296,7 +262,7 @@ class CaptureService:
         ending: set[str] = set()
         for p in batch:
             ending |= p.ending
-            p.future.set_result(self._result(p, stored))
+            p.future.set_result(result_of(p, stored))
         self._schedule(ending)
 
     # -- summaries ---------------------------------------------------------------------------
@@ -510,7 +476,7 @@ class CaptureService:
         block = self.briefing.block(
             start.environment_id, start.session, max_tokens, actor, lead=handoff
         )
-        return self._result(pending, set(stored)), block
+        return result_of(pending, set(stored)), block
 
     def prompt_recall(
         self,
@@ -533,7 +499,7 @@ class CaptureService:
         stored = self._store.capture.add_observations(pending.touches, pending.observations)
         # no prompt among the events: they are stored, and there is nothing to recall for
         block = "" if prompt is None else self.briefing.for_prompt(prompt, max_tokens, floor, actor)
-        return self._result(pending, set(stored)), block
+        return result_of(pending, set(stored)), block
 
     # -- shutdown ----------------------------------------------------------------------------
     def drain(self, timeout: float = 10.0) -> bool:
@@ -552,25 +518,11 @@ class CaptureService:
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
+            self._queued.notify_all()
         for thread in (self._writer, self._summarizer):
             if thread is not None:
                 thread.join(timeout=30)
         self._writer = self._summarizer = None
-
-
-def _merge_touch(a: SessionTouch, b: SessionTouch) -> SessionTouch:
-    return SessionTouch(
-        a.id,
-        a.environment_id,
-        a.agent,
-        a.session_id,
-        a.cwd or b.cwd,
-        min(a.first_at, b.first_at),
-        max(a.last_at, b.last_at),
-        b.ended_at or a.ended_at,
-        a.title or b.title,
-        a.user_id or b.user_id,
-    )
 
 
 def _summary_meta(summary: SessionSummary) -> dict[str, Any]:
@@ -589,6 +541,8 @@ __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_RECALL_TOKENS",
     "MAX_CONTEXT_TOKENS",
+    "MAX_EVENTS_PER_REQUEST",
+    "Answer",
     "CaptureService",
     "IngestResult",
 ]

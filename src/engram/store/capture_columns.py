@@ -100,7 +100,7 @@ def observation_values(o: Observation, time: Callable[[datetime], Any]) -> tuple
         o.text,
         o.tool,
         o.command,
-        json.dumps(list(o.files)),
+        json.dumps(list(o.files)) if o.files else "[]",
         o.output,
         o.failed,
         o.detail,
