@@ -73,6 +73,17 @@ _UPSERT = (
 )
 
 
+def _final_states(changes: Sequence[Change]) -> list[tuple[Memory, bool]]:
+    """Each memory a write changes, once, in its last state, and whether the write creates it
+    (its first change here is version 1): a merge's new record is created and marked merged in
+    one write, one row written instead of two (every version is still kept)."""
+    out: dict[str, tuple[Memory, bool]] = {}
+    for c in changes:
+        first = out.get(c.memory.id)
+        out[c.memory.id] = (c.memory, c.version.version == 1 if first is None else first[1])
+    return list(out.values())
+
+
 class SQLiteStore:
     """Implements :class:`engram.store.protocol.Store` on one SQLite file."""
 
@@ -179,9 +190,7 @@ class SQLiteStore:
         # one step per write() call, even when group commit shares the transaction
         conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
         insert_audit(conn, job.audit)
-        for change in job.changes:
-            m = change.memory
-            new = change.version.version == 1  # nothing indexed or embedded yet
+        for m, new in _final_states(job.changes):
             if new:  # a plain INSERT (no RETURNING): an id already stored fails, a Conflict
                 seq = inserted_rowid(conn.execute(_INSERT, memory_params(m)))
             else:
@@ -198,11 +207,11 @@ class SQLiteStore:
                     "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' "
                     "AND changes() > 0"
                 )
-            v = change.version
-            conn.execute(
-                "INSERT INTO memory_versions "
-                "(memory_id, version, action, at, actor, reason, snapshot) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        conn.executemany(
+            "INSERT INTO memory_versions "
+            "(memory_id, version, action, at, actor, reason, snapshot) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
                 (
                     v.memory_id,
                     v.version,
@@ -211,8 +220,10 @@ class SQLiteStore:
                     v.actor,
                     v.reason,
                     v.snapshot.model_dump_json(),
-                ),
-            )
+                )
+                for v in (c.version for c in job.changes)
+            ],
+        )
 
     def memory_stamp(self) -> int:
         # read around every lifecycle write: the writer's page cache survives its commits
