@@ -18,10 +18,11 @@ it in step with writes.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable
 from operator import itemgetter
 
-from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
+from engram.lifecycle.dedup import Candidate, Fact, fact_words, jaccard, word_set
 from engram.models import Layer, Memory, Status
 
 COMMON = 256
@@ -35,8 +36,24 @@ class CandidateIndex:
         self._by_word: dict[str, set[str]] = {}
         self._norm: dict[str, float] = {}
         """Per fact: the length norm a lookup subtracts from its first term's weight."""
+        self._enter_all(facts)
+
+    def _enter_all(self, facts: Iterable[Fact]) -> None:
+        """:meth:`_enter` for many facts at once (the same postings, in the same order), each
+        distinct text read into words once."""
+        entries, norm = self._facts, self._norm
+        by_word: defaultdict[str, set[str]] = defaultdict(set)
+        by_word.update(self._by_word)
+        seen: dict[str, frozenset[str]] = {}
         for f in facts:
-            self._enter(f, word_set(f.content))
+            words = seen.get(f.content)
+            if words is None:
+                words = seen[f.content] = fact_words(f.content)
+            entries[f.id] = (f, words)
+            norm[f.id] = 1e-6 * len(words)
+            for w in words:
+                by_word[w].add(f.id)
+        self._by_word = dict(by_word)
 
     def __len__(self) -> int:
         return len(self._facts)
