@@ -196,7 +196,8 @@ class ScrubbingStore(_Audited):
                 found[memory.id] = found.get(memory.id, Redactions()) + Redactions(
                     memory.redactions
                 )
-            clean.append(c if memory is c.memory and version is c.version else Change(memory, version))
+            same = memory is c.memory and version is c.version
+            clean.append(c if same else Change(memory, version))
         entries = [
             with_redactions(e, Redactions.merge(found[t] for t in e.targets if t in found))
             for e in self._entries(audit)

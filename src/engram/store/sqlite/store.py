@@ -73,6 +73,32 @@ _UPSERT = (
 )
 
 
+_PRIOR = (
+    "SELECT m.seq, m.content_hash, m.keyword_context, m.environment_id, m.layer, "
+    "EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq) "
+    "FROM memories m WHERE m.id = ?"
+)
+"""What a change to a stored memory must know of its row: where it is, what the keyword index
+holds of it (the hash of its search text, its context and scope) and whether it has vectors."""
+_UPDATE = (
+    "UPDATE memories SET "
+    + ", ".join(f"{c.strip()} = ?" for c in (MEMORY_COLUMNS + ", content_hash").split(",")[1:])
+    + " WHERE seq = ?"
+)
+
+
+def _bump_vectors(conn: sqlite3.Connection, seq: int) -> None:
+    """A changed memory (status, layer...) must reach the in-memory vector index."""
+    conn.execute(
+        "UPDATE memory_vectors SET rev = (SELECT value + 1 FROM store_meta "
+        "WHERE key = 'vector_rev') WHERE memory_seq = ?",
+        (seq,),
+    )
+    conn.execute(
+        "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' AND changes() > 0"
+    )
+
+
 def _final_states(changes: Sequence[Change]) -> list[tuple[Memory, bool]]:
     """Each memory a write changes, once, in its last state, and whether the write creates it
     (its first change here is version 1): a merge's new record is created and marked merged in
@@ -191,22 +217,23 @@ class SQLiteStore:
         conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
         insert_audit(conn, job.audit)
         for m, new in _final_states(job.changes):
+            params = memory_params(m)
+            prior = None if new else conn.execute(_PRIOR, (m.id,)).fetchone()
+            if prior is not None:  # a stored memory changes: its row is updated in place
+                seq, indexed, has_vectors = prior[0], prior[1:5], prior[5]
+                conn.execute(_UPDATE, (*params[1:], seq))
+                if indexed != (params[-1], m.keyword_context, m.environment_id, m.layer.value):
+                    fts.index(conn, seq, m)  # what the keyword index holds of it changed
+                if has_vectors:
+                    _bump_vectors(conn, seq)
+                continue
             if new:  # a plain INSERT (no RETURNING): an id already stored fails, a Conflict
-                seq = inserted_rowid(conn.execute(_INSERT, memory_params(m)))
+                seq = inserted_rowid(conn.execute(_INSERT, params))
             else:
-                seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
+                seq = conn.execute(_UPSERT, params).fetchone()[0]
             fts.index(conn, seq, m, replace=not new)
             if not new:
-                # a changed memory (status, layer...) must reach the in-memory vector index
-                conn.execute(
-                    "UPDATE memory_vectors SET rev = (SELECT value + 1 FROM store_meta "
-                    "WHERE key = 'vector_rev') WHERE memory_seq = ?",
-                    (seq,),
-                )
-                conn.execute(
-                    "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' "
-                    "AND changes() > 0"
-                )
+                _bump_vectors(conn, seq)
         conn.executemany(
             "INSERT INTO memory_versions "
             "(memory_id, version, action, at, actor, reason, snapshot) "
