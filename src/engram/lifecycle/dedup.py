@@ -51,10 +51,11 @@ def fact_words(text: str) -> frozenset[str]:
     return found
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def jaccard(a: frozenset[str], b: frozenset[str] | tuple[str, ...]) -> float:
+    """``b``: a set, or a tuple of distinct words (as the candidate index keeps them)."""
     if not a and not b:
         return 1.0
-    shared = len(a & b)
+    shared = len(a.intersection(b))
     return shared / (len(a) + len(b) - shared)
 
 

@@ -25,15 +25,23 @@ from operator import itemgetter
 
 from engram.lifecycle.dedup import Candidate, Fact, fact_words, jaccard, word_set
 from engram.models import Layer, Memory, Status
+from engram.store.protocol import MemoryText
 
 COMMON = 256
 """Postings from which a term only re-scores facts that rarer terms found."""
 
 
+_Entry = tuple[str, float, bool, tuple[str, ...]]
+"""A fact's text, importance, pin and distinct words: plain values in plain tuples, which the
+garbage collector stops tracking, so an index of 100k facts adds nothing to its full passes."""
+
+
 class CandidateIndex:
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         """``facts``: active facts (each entered as it is, unchecked)."""
-        self._facts: dict[str, tuple[Fact, frozenset[str]]] = {}
+        self._facts: dict[str, _Entry] = {}
+        self._whole: dict[str, Memory] = {}
+        """The facts entered as whole memories (by the write path), handed out as they are."""
         self._by_word: dict[str, set[str]] = {}
         self._norm: dict[str, float] = {}
         """Per fact: the length norm a lookup subtracts from its first term's weight."""
@@ -42,16 +50,18 @@ class CandidateIndex:
     def _enter_all(self, facts: Iterable[Fact]) -> None:
         """:meth:`_enter` for many facts at once (the same postings, in the same order), each
         distinct text read into words once."""
-        entries, norm = self._facts, self._norm
+        entries, norm, whole = self._facts, self._norm, self._whole
         by_word: defaultdict[str, set[str]] = defaultdict(set)
         by_word.update(self._by_word)
-        seen: dict[str, frozenset[str]] = {}
+        seen: dict[str, tuple[str, ...]] = {}
         for f in facts:
             words = seen.get(f.content)
             if words is None:
-                words = seen[f.content] = fact_words(f.content)
-            entries[f.id] = (f, words)
+                words = seen[f.content] = tuple(fact_words(f.content))
+            entries[f.id] = (f.content, f.importance, f.pinned, words)
             norm[f.id] = 1e-6 * len(words)
+            if isinstance(f, Memory):
+                whole[f.id] = f
             for w in words:
                 by_word[w].add(f.id)
         self._by_word = dict(by_word)
@@ -59,9 +69,14 @@ class CandidateIndex:
     def __len__(self) -> int:
         return len(self._facts)
 
+    def _fact(self, memory_id: str, entry: _Entry) -> Fact:
+        whole = self._whole.get(memory_id)
+        return whole if whole is not None else MemoryText(memory_id, *entry[:3])
+
     def get(self, memory_id: str) -> tuple[Fact, frozenset[str]] | None:
         """The fact and its word set."""
-        return self._facts.get(memory_id)
+        entry = self._facts.get(memory_id)
+        return None if entry is None else (self._fact(memory_id, entry), frozenset(entry[3]))
 
     def put(self, memory: Memory, words: frozenset[str] | None = None) -> None:
         """Index the memory's current state: an active fact is (re)indexed, anything else
@@ -72,7 +87,9 @@ class CandidateIndex:
         self._enter(memory, word_set(memory.content) if words is None else words)
 
     def _enter(self, fact: Fact, words: frozenset[str]) -> None:
-        self._facts[fact.id] = (fact, words)
+        self._facts[fact.id] = (fact.content, fact.importance, fact.pinned, tuple(words))
+        if isinstance(fact, Memory):
+            self._whole[fact.id] = fact
         self._norm[fact.id] = 1e-6 * len(words)
         by_word = self._by_word
         for w in words:
@@ -87,7 +104,8 @@ class CandidateIndex:
         if old is None:
             return
         del self._norm[memory_id]
-        for w in old[1]:
+        self._whole.pop(memory_id, None)
+        for w in old[3]:
             ids = self._by_word.get(w)
             if ids is not None:
                 ids.discard(memory_id)
@@ -125,5 +143,7 @@ class CandidateIndex:
             best = nlargest(limit, ranked, key=itemgetter(1))
         else:
             best = sorted(ranked, key=itemgetter(1), reverse=True)[:limit]
-        facts = self._facts
-        return [Candidate(f, jaccard(words, w)) for f, w in (facts[i] for i, _ in best)]
+        facts, fact = self._facts, self._fact
+        return [
+            Candidate(fact(i, e), jaccard(words, e[3])) for i, e in ((i, facts[i]) for i, _ in best)
+        ]
