@@ -29,6 +29,9 @@ from engram.store.protocol import MemoryText
 
 COMMON = 256
 """Postings from which a term only re-scores facts that rarer terms found."""
+PARTIAL_SORT = 2000
+"""Scored facts from which the best are picked with a heap rather than by sorting them all
+(below it sorting is faster)."""
 
 
 _Entry = tuple[str, float, bool, tuple[str, ...]]
@@ -139,11 +142,14 @@ class CandidateIndex:
                 for i in ids.intersection(scores):
                     scores[i] += weight
         ranked = scores.items()
-        if len(scores) > 4 * limit:  # the same order as sorting all, at a fraction of the cost
+        if len(scores) > PARTIAL_SORT:  # the same order as sorting all, at a fraction of the cost
             best = nlargest(limit, ranked, key=itemgetter(1))
         else:
             best = sorted(ranked, key=itemgetter(1), reverse=True)[:limit]
-        facts, fact = self._facts, self._fact
-        return [
-            Candidate(fact(i, e), jaccard(words, e[3])) for i, e in ((i, facts[i]) for i, _ in best)
-        ]
+        facts, whole = self._facts, self._whole
+        out: list[Candidate[Fact]] = []
+        for i, _ in best:
+            content, importance, pinned, w = facts[i]
+            f: Fact = whole.get(i) or MemoryText(i, content, importance, pinned)
+            out.append(Candidate(f, jaccard(words, w)))
+        return out
