@@ -133,11 +133,10 @@ class CandidateIndex:
         for ids in postings[1:]:
             weight = 1.0 / math.log(2.0 + len(ids))
             if len(ids) <= COMMON:
+                get = scores.get
                 for i in ids:
-                    if i in scores:
-                        scores[i] += weight
-                    else:
-                        scores[i] = weight - norm[i]
+                    score = get(i)
+                    scores[i] = weight - norm[i] if score is None else score + weight
             else:  # only re-score: each found fact holding the term gains its weight once
                 for i in ids.intersection(scores):
                     scores[i] += weight
