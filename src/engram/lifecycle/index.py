@@ -18,32 +18,68 @@ it in step with writes.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable
+from heapq import nlargest
 from operator import itemgetter
 
-from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
+from engram.lifecycle.dedup import Candidate, Fact, fact_words, jaccard, word_set
 from engram.models import Layer, Memory, Status
+from engram.store.protocol import MemoryText
 
 COMMON = 256
 """Postings from which a term only re-scores facts that rarer terms found."""
+PARTIAL_SORT = 2000
+"""Scored facts from which the best are picked with a heap rather than by sorting them all
+(below it sorting is faster)."""
+
+
+_Entry = tuple[str, float, bool, tuple[str, ...]]
+"""A fact's text, importance, pin and distinct words: plain values in plain tuples, which the
+garbage collector stops tracking, so an index of 100k facts adds nothing to its full passes."""
 
 
 class CandidateIndex:
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         """``facts``: active facts (each entered as it is, unchecked)."""
-        self._facts: dict[str, tuple[Fact, frozenset[str]]] = {}
+        self._facts: dict[str, _Entry] = {}
+        self._whole: dict[str, Memory] = {}
+        """The facts entered as whole memories (by the write path), handed out as they are."""
         self._by_word: dict[str, set[str]] = {}
         self._norm: dict[str, float] = {}
         """Per fact: the length norm a lookup subtracts from its first term's weight."""
+        self._enter_all(facts)
+
+    def _enter_all(self, facts: Iterable[Fact]) -> None:
+        """:meth:`_enter` for many facts at once (the same postings, in the same order), each
+        distinct text read into words once."""
+        entries, norm, whole = self._facts, self._norm, self._whole
+        by_word: defaultdict[str, set[str]] = defaultdict(set)
+        by_word.update(self._by_word)
+        seen: dict[str, tuple[str, ...]] = {}
         for f in facts:
-            self._enter(f, word_set(f.content))
+            words = seen.get(f.content)
+            if words is None:
+                words = seen[f.content] = tuple(fact_words(f.content))
+            entries[f.id] = (f.content, f.importance, f.pinned, words)
+            norm[f.id] = 1e-6 * len(words)
+            if isinstance(f, Memory):
+                whole[f.id] = f
+            for w in words:
+                by_word[w].add(f.id)
+        self._by_word = dict(by_word)
 
     def __len__(self) -> int:
         return len(self._facts)
 
+    def _fact(self, memory_id: str, entry: _Entry) -> Fact:
+        whole = self._whole.get(memory_id)
+        return whole if whole is not None else MemoryText(memory_id, *entry[:3])
+
     def get(self, memory_id: str) -> tuple[Fact, frozenset[str]] | None:
         """The fact and its word set."""
-        return self._facts.get(memory_id)
+        entry = self._facts.get(memory_id)
+        return None if entry is None else (self._fact(memory_id, entry), frozenset(entry[3]))
 
     def put(self, memory: Memory, words: frozenset[str] | None = None) -> None:
         """Index the memory's current state: an active fact is (re)indexed, anything else
@@ -54,7 +90,9 @@ class CandidateIndex:
         self._enter(memory, word_set(memory.content) if words is None else words)
 
     def _enter(self, fact: Fact, words: frozenset[str]) -> None:
-        self._facts[fact.id] = (fact, words)
+        self._facts[fact.id] = (fact.content, fact.importance, fact.pinned, tuple(words))
+        if isinstance(fact, Memory):
+            self._whole[fact.id] = fact
         self._norm[fact.id] = 1e-6 * len(words)
         by_word = self._by_word
         for w in words:
@@ -69,7 +107,8 @@ class CandidateIndex:
         if old is None:
             return
         del self._norm[memory_id]
-        for w in old[1]:
+        self._whole.pop(memory_id, None)
+        for w in old[3]:
             ids = self._by_word.get(w)
             if ids is not None:
                 ids.discard(memory_id)
@@ -82,12 +121,15 @@ class CandidateIndex:
         """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
         by Jaccard against ``words`` (the new text's word set)."""
         by_word, norm = self._by_word, self._norm
+        if not by_word:
+            return []
         postings = sorted((ids for t in dict.fromkeys(terms) if (ids := by_word.get(t))), key=len)
         if not postings:
             return []
-        weight = 1.0 / math.log(2.0 + len(postings[0]))
+        first = postings[0]
+        weight = 1.0 / math.log(2.0 + len(first))
         # ties go to the shorter fact, as a keyword ranking's length norm would
-        scores = {i: weight - norm[i] for i in postings[0]}
+        scores = {i: weight - norm[i] for i in first}
         for ids in postings[1:]:
             weight = 1.0 / math.log(2.0 + len(ids))
             if len(ids) <= COMMON:
@@ -98,6 +140,15 @@ class CandidateIndex:
             else:  # only re-score: each found fact holding the term gains its weight once
                 for i in ids.intersection(scores):
                     scores[i] += weight
-        best = sorted(scores.items(), key=itemgetter(1), reverse=True)[:limit]
-        facts = self._facts
-        return [Candidate(f, jaccard(words, w)) for f, w in (facts[i] for i, _ in best)]
+        ranked = scores.items()
+        if len(scores) > PARTIAL_SORT:  # the same order as sorting all, at a fraction of the cost
+            best = nlargest(limit, ranked, key=itemgetter(1))
+        else:
+            best = sorted(ranked, key=itemgetter(1), reverse=True)[:limit]
+        facts, whole = self._facts, self._whole
+        out: list[Candidate[Fact]] = []
+        for i, _ in best:
+            content, importance, pinned, w = facts[i]
+            f: Fact = whole.get(i) or MemoryText(i, content, importance, pinned)
+            out.append(Candidate(f, jaccard(words, w)))
+        return out

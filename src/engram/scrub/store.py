@@ -195,12 +195,15 @@ class ScrubbingStore(_Audited):
             if c.version.snapshot is not c.memory:  # a copied history: its own snapshot
                 snapshot = scrub_value(self.scrubber, c.version.snapshot)[0]
             reason = self.scrubber.scrub(c.version.reason)[0]
-            version = c.version.model_copy(update={"snapshot": snapshot, "reason": reason})
+            version = c.version
+            if snapshot is not version.snapshot or reason != version.reason:
+                version = version.model_copy(update={"snapshot": snapshot, "reason": reason})
             if memory.redactions:
                 found[memory.id] = found.get(memory.id, Redactions()) + Redactions(
                     memory.redactions
                 )
-            clean.append(Change(memory, version))
+            same = memory is c.memory and version is c.version
+            clean.append(c if same else Change(memory, version))
         entries = [
             with_redactions(e, Redactions.merge(found[t] for t in e.targets if t in found))
             for e in self._entries(audit)

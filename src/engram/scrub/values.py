@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from enum import Enum
+from functools import cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -66,8 +67,7 @@ def _walk(s: Scrubber, value: Any, found: list[Redactions]) -> Any:
             found.append(red)
         return value if text == value else text
     if isinstance(value, BaseModel):
-        keep = KEEP | _KEEP_IN.get(type(value).__name__, frozenset())
-        update = _fields(s, value, type(value).model_fields, keep, found)
+        update = _fields(s, value, _scrubbed_fields(type(value)), frozenset(), found)
         return value.model_copy(update=update) if update else value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = [f.name for f in dataclasses.fields(value)]
@@ -84,6 +84,13 @@ def _walk(s: Scrubber, value: Any, found: list[Redactions]) -> Any:
             return value
         return type(value)(new) if isinstance(value, tuple) else new
     return value  # datetimes, bytes, numbers: no free text
+
+
+@cache
+def _scrubbed_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The names of a model's fields that may hold free text (all but :data:`KEEP`)."""
+    keep = KEEP | _KEEP_IN.get(model.__name__, frozenset())
+    return tuple(name for name in model.model_fields if name not in keep)
 
 
 def _fields(

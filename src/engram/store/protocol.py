@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -94,8 +94,7 @@ class RankFields:
     created_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryText:
+class MemoryText(NamedTuple):
     """A memory's text and the two fields a write's lifecycle decision reads about it, read
     cheaply for a whole environment (the lifecycle's candidate index is built from these)."""
 

@@ -77,6 +77,43 @@ _UPSERT = (
 )
 
 
+_PRIOR = (
+    "SELECT m.seq, m.content_hash, m.keyword_context, m.environment_id, m.layer, "
+    "EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq) "
+    "FROM memories m WHERE m.id = ?"
+)
+"""What a change to a stored memory must know of its row: where it is, what the keyword index
+holds of it (the hash of its search text, its context and scope) and whether it has vectors."""
+_UPDATE = (
+    "UPDATE memories SET "
+    + ", ".join(f"{c.strip()} = ?" for c in (MEMORY_COLUMNS + ", content_hash").split(",")[1:])
+    + " WHERE seq = ?"
+)
+
+
+def _bump_vectors(conn: sqlite3.Connection, seq: int) -> None:
+    """A changed memory (status, layer...) must reach the in-memory vector index."""
+    conn.execute(
+        "UPDATE memory_vectors SET rev = (SELECT value + 1 FROM store_meta "
+        "WHERE key = 'vector_rev') WHERE memory_seq = ?",
+        (seq,),
+    )
+    conn.execute(
+        "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' AND changes() > 0"
+    )
+
+
+def _final_states(changes: Sequence[Change]) -> list[tuple[Memory, bool]]:
+    """Each memory a write changes, once, in its last state, and whether the write creates it
+    (its first change here is version 1): a merge's new record is created and marked merged in
+    one write, one row written instead of two (every version is still kept)."""
+    out: dict[str, tuple[Memory, bool]] = {}
+    for c in changes:
+        first = out.get(c.memory.id)
+        out[c.memory.id] = (c.memory, c.version.version == 1 if first is None else first[1])
+    return list(out.values())
+
+
 class SQLiteStore:
     """Implements :class:`engram.store.protocol.Store` on one SQLite file."""
 
@@ -184,30 +221,29 @@ class SQLiteStore:
         # one step per write() call, even when group commit shares the transaction
         conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
         insert_audit(conn, job.audit)
-        for change in job.changes:
-            m = change.memory
-            new = change.version.version == 1  # nothing indexed or embedded yet
+        for m, new in _final_states(job.changes):
+            params = memory_params(m)
+            prior = None if new else conn.execute(_PRIOR, (m.id,)).fetchone()
+            if prior is not None:  # a stored memory changes: its row is updated in place
+                seq, indexed, has_vectors = prior[0], prior[1:5], prior[5]
+                conn.execute(_UPDATE, (*params[1:], seq))
+                if indexed != (params[-1], m.keyword_context, m.environment_id, m.layer.value):
+                    fts.index(conn, seq, m)  # what the keyword index holds of it changed
+                if has_vectors:
+                    _bump_vectors(conn, seq)
+                continue
             if new:  # a plain INSERT (no RETURNING): an id already stored fails, a Conflict
-                seq = inserted_rowid(conn.execute(_INSERT, memory_params(m)))
+                seq = inserted_rowid(conn.execute(_INSERT, params))
             else:
-                seq = conn.execute(_UPSERT, memory_params(m)).fetchone()[0]
+                seq = conn.execute(_UPSERT, params).fetchone()[0]
             fts.index(conn, seq, m, replace=not new)
             if not new:
-                # a changed memory (status, layer...) must reach the in-memory vector index
-                conn.execute(
-                    "UPDATE memory_vectors SET rev = (SELECT value + 1 FROM store_meta "
-                    "WHERE key = 'vector_rev') WHERE memory_seq = ?",
-                    (seq,),
-                )
-                conn.execute(
-                    "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' "
-                    "AND changes() > 0"
-                )
-            v = change.version
-            conn.execute(
-                "INSERT INTO memory_versions "
-                "(memory_id, version, action, at, actor, reason, snapshot) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                _bump_vectors(conn, seq)
+        conn.executemany(
+            "INSERT INTO memory_versions "
+            "(memory_id, version, action, at, actor, reason, snapshot) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
                 (
                     v.memory_id,
                     v.version,
@@ -216,8 +252,10 @@ class SQLiteStore:
                     v.actor,
                     v.reason,
                     v.snapshot.model_dump_json(),
-                ),
-            )
+                )
+                for v in (c.version for c in job.changes)
+            ],
+        )
 
     def memory_stamp(self) -> int:
         # read around every lifecycle write: the writer's page cache survives its commits

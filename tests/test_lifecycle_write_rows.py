@@ -1,0 +1,82 @@
+"""What the lifecycle's writes leave in the store, on both backends: a merge's new record is
+stored once, already merged, with both of its versions; a changed memory reaches keyword and
+vector search (its text rewritten in the keyword index only when it changed, a status change
+reaching the in-memory vector index)."""
+
+from __future__ import annotations
+
+from engram import LOCAL, Engram, MemoryFilter, NewMemory, Status
+from engram.lifecycle import WriteAction
+from engram.models import Action, Layer, MemoryPatch
+from engram.store import Store
+from tests.conftest import FakeClock
+from tests.test_lifecycle import ChosenEmbedder
+
+
+def _active(engram: Engram) -> MemoryFilter:
+    env = engram.environments.ensure_default(LOCAL)
+    return MemoryFilter(environment_ids=[env.id], layers=[Layer.FACT], statuses=[Status.ACTIVE])
+
+
+def _keyword(engram: Engram, query: str) -> list[str]:
+    return [h.memory_id for h in engram.store.keyword_search(query, _active(engram), limit=10)]
+
+
+def test_a_merge_stores_its_record_once_merged_with_both_versions(engram: Engram) -> None:
+    first = engram.lifecycle.remember(NewMemory(content="The team deploys with Ansible"), LOCAL)
+    again = engram.lifecycle.remember(NewMemory(content="The team deploys with Ansible"), LOCAL)
+    assert again.action is WriteAction.MERGED and again.merged_record is not None
+    record = engram.store.get([again.merged_record])[0]
+    assert (record.status, record.merged_into, record.version) == (
+        Status.MERGED,
+        first.memory.id,
+        2,
+    )
+    assert [(v.version, v.action) for v in engram.store.versions(record.id)] == [
+        (1, Action.CREATE),
+        (2, Action.MERGE),
+    ]
+    assert [v.action for v in engram.store.versions(first.memory.id)] == [
+        Action.CREATE,
+        Action.MERGE,
+    ]
+    assert _keyword(engram, "ansible") == [first.memory.id]
+
+
+def test_an_edit_reaches_keyword_search_and_a_status_change_keeps_the_text(
+    engram: Engram,
+) -> None:
+    m = engram.memories.add(NewMemory(content="A quokka lives on Rottnest"), LOCAL)
+    assert _keyword(engram, "quokka") == [m.id]
+    engram.memories.update(m.id, MemoryPatch(content="A wombat lives in Tasmania"), LOCAL)
+    assert _keyword(engram, "quokka") == []
+    assert _keyword(engram, "wombat") == [m.id]
+    engram.memories.update(m.id, MemoryPatch(importance=0.9), LOCAL)  # the text is unchanged
+    assert _keyword(engram, "wombat") == [m.id]
+    engram.memories.delete(m.id, LOCAL)
+    assert _keyword(engram, "wombat") == []
+    engram.memories.restore(m.id, LOCAL)
+    assert _keyword(engram, "wombat") == [m.id]
+    assert _keyword(engram, "quokka") == []
+
+
+def test_a_superseded_fact_leaves_vector_search_and_its_undo_brings_it_back(
+    store: Store, clock: FakeClock
+) -> None:
+    chosen = ChosenEmbedder()
+    chosen.anchor("Moved to Lisbon last spring")
+    chosen.near("Lives in Madrid", 0.85)
+    engram = Engram(store, clock=clock, embedder=chosen)
+    old = engram.lifecycle.remember(NewMemory(content="Lives in Madrid"), LOCAL).memory
+    query = chosen.embed_batch(["Lives in Madrid"])[0]
+
+    def near() -> list[str]:
+        hits = store.vector_search(query, chosen.model_id, _active(engram), limit=10)
+        return [h.memory_id for h in hits]
+
+    assert near() == [old.id]  # the vector index now holds it as active
+    out = engram.lifecycle.remember(NewMemory(content="Moved to Lisbon last spring"), LOCAL)
+    assert out.superseded == old.id
+    assert near() == [out.memory.id]
+    engram.lifecycle.undo(old.id, LOCAL)
+    assert sorted(near()) == sorted([old.id, out.memory.id])
