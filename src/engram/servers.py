@@ -198,7 +198,10 @@ def run_http(
     import uvicorn
 
     from engram.api.server import uvicorn_options
+    from engram.blas import limit_blas_threads
     from engram.service.jobs import BackgroundJobs
+
+    limit_blas_threads(1)  # requests run side by side: one BLAS thread each (engram.blas)
 
     # the model and the vector index load while the app is built (both wait on I/O and numpy,
     # which release the GIL): the first semantic search finds them ready
