@@ -6,7 +6,8 @@ each other.
   ``/mcp``, the same API keys), and the web dashboard (:mod:`engram.web`, at ``/ui``, signed in
   with a user's password), with embedding and maintenance in the background; with auth,
   Engram's OAuth authorization server (:mod:`engram.oauth`) signs remote MCP clients in to
-  ``/mcp``.
+  ``/mcp``. The REST API and the dashboard answer as soon as they are built; MCP and OAuth are
+  built on a thread once the server is up and the model loaded (:func:`served_app`).
 - ``engram serve --workers N``: N such processes on one listening socket
   (:mod:`engram.api.prefork`), each with its own :class:`Engram` over the one store; the first
   also runs the background jobs.
@@ -169,10 +170,10 @@ class Remote:
             if not built.is_set():
                 await built.wait()
             if self._failed:
-                from starlette.responses import JSONResponse
+                from engram.api.errors import error_response
 
-                body = {"code": "unavailable", "message": "MCP failed to start", "details": {}}
-                await JSONResponse({"error": body}, status_code=503)(scope, receive, send)
+                problem = "MCP and OAuth failed to start (the server's log says why)"
+                await error_response(503, "not_ready", problem)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
