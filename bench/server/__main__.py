@@ -283,8 +283,8 @@ def run_ready(seeded: Path, tmp: Path, env: dict[str, str], args: argparse.Names
             "workers": workers,
             "ready_s": [r["ready_s"] for r in starts],
             "ready_cpu_s": [r["ready_cpu_s"] for r in starts],
-            "median_ready_s": statistics.median(r["ready_s"] for r in starts),
-            "median_ready_cpu_s": statistics.median(r["ready_cpu_s"] for r in starts),
+            "median_ready_s": round(statistics.median(r["ready_s"] for r in starts), 2),
+            "median_ready_cpu_s": round(statistics.median(r["ready_cpu_s"] for r in starts), 2),
         })  # fmt: skip
         shutil.rmtree(tmp / f"home-{workers}", ignore_errors=True)
     return out
