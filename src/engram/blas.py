@@ -3,14 +3,14 @@
 A server runs many requests at once on few cores: a BLAS that splits each request's small
 products over every core only adds threads that wait for each other and for the cores the
 other requests hold (on this 2-core machine, OpenBLAS's default cost a context assembly ~40 %
-more CPU). ``engram serve`` therefore asks for one thread per product, unless
-``OPENBLAS_NUM_THREADS`` (or ``OMP_NUM_THREADS``) says otherwise.
+more CPU). ``engram serve`` therefore asks for one thread per product, unless OpenBLAS was
+given a count by its environment (``OPENBLAS_NUM_THREADS``, ``GOTO_NUM_THREADS`` or
+``OMP_NUM_THREADS``, as OpenBLAS itself read them when it loaded).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 
 _SETTERS = (
@@ -19,7 +19,11 @@ _SETTERS = (
     "openblas_set_num_threads64_",
     "openblas_set_num_threads",
 )
-_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+_FROM_ENVIRONMENT = (
+    "openblas_num_threads_env",
+    "openblas_goto_num_threads_env",
+    "openblas_omp_num_threads_env",
+)
 
 
 def _libraries() -> list[Path]:
@@ -30,15 +34,16 @@ def _libraries() -> list[Path]:
 
 
 def limit_blas_threads(threads: int = 1) -> bool:
-    """Have numpy's OpenBLAS use ``threads`` threads from now on, unless the environment names
-    a count itself; returns whether a BLAS took the setting."""
-    if any(os.environ.get(name) for name in _ENV):
-        return False
+    """Have numpy's OpenBLAS use ``threads`` threads from now on, unless its environment gave
+    it a count; returns whether a BLAS took the setting."""
     for path in _libraries():
         try:
             library = ctypes.CDLL(str(path))
         except OSError:
             continue
+        told = (getattr(library, name, None) for name in _FROM_ENVIRONMENT)
+        if any(read is not None and int(read()) > 0 for read in told):
+            return False
         for name in _SETTERS:
             setter = getattr(library, name, None)
             if setter is not None:
