@@ -11,7 +11,10 @@ service, then embedded), and copied afresh for each server configuration. The lo
 writes (45 %), hybrid searches (20 %) and context assemblies at 2,000 tokens (35 %). Reported
 per configuration and client count: requests/s and p50/p95/p99 of each operation, errors,
 deliberate 429s, and the server's RSS (every worker process summed). Also: the seconds from
-starting ``engram serve`` until it answers a semantic search with results (``ready_s``).
+starting ``engram serve`` until it answers a semantic search with results (``ready_s``), and
+the CPU seconds its processes used until then (``ready_cpu_s``: on a loaded machine the
+wall-clock figure mostly measures the queue for a core); ``--ready-only N`` measures only
+that, N times per configuration.
 
 The baseline is a bare FastAPI app (bench.server.baseline) on one SQLite file whose one route
 does one FTS5 insert and one BM25 query, under the same clients.
@@ -35,6 +38,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -105,6 +109,16 @@ def tree_rss_mib(pid: int) -> float:
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
     return round(total / 1024, 1)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process and its descendants have used."""
+    ticks = 0
+    for p in tree_pids(pid):
+        with suppress(OSError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return round(ticks / os.sysconf("SC_CLK_TCK"), 2)
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -241,6 +255,7 @@ def run_engram(
     seeded: Path, tmp: Path, workers: int, env: dict[str, str], args: argparse.Namespace
 ) -> dict[str, Any]:
     home = tmp / f"home-{workers}"
+    shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(seeded, home)
     token = (home / "token").read_text().strip()
     port = free_port()
@@ -251,8 +266,28 @@ def run_engram(
         cmd += ["--workers", str(workers)]
     with process(cmd, env) as proc:
         ready = wait_ready(url, token, proc, semantic=True)
+        ready_cpu = tree_cpu_s(proc.pid)
+        if args.ready_only:
+            return {"workers": workers, "ready_s": round(ready, 2), "ready_cpu_s": ready_cpu}
         levels = run_levels(url, token, proc.pid, args, f"engram-w{workers}", args.profile)
-    return {"workers": workers, "ready_s": round(ready, 2), "levels": levels}
+    return {"workers": workers, "ready_s": round(ready, 2), "ready_cpu_s": ready_cpu,
+            "levels": levels}  # fmt: skip
+
+
+def run_ready(seeded: Path, tmp: Path, env: dict[str, str], args: argparse.Namespace) -> Any:
+    """``--ready-only N``: N starts of each configuration, each figure and the medians."""
+    out = []
+    for workers in args.workers:
+        starts = [run_engram(seeded, tmp, workers, env, args) for _ in range(args.ready_only)]
+        out.append({
+            "workers": workers,
+            "ready_s": [r["ready_s"] for r in starts],
+            "ready_cpu_s": [r["ready_cpu_s"] for r in starts],
+            "median_ready_s": round(statistics.median(r["ready_s"] for r in starts), 2),
+            "median_ready_cpu_s": round(statistics.median(r["ready_cpu_s"] for r in starts), 2),
+        })  # fmt: skip
+        shutil.rmtree(tmp / f"home-{workers}", ignore_errors=True)
+    return out
 
 
 def verdict(result: dict[str, Any]) -> dict[str, Any]:
@@ -283,6 +318,14 @@ def main(argv: list[str] | None = None) -> int:
         help="server configurations: engram serve --workers N (0: one per core)",
     )
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument(
+        "--ready-only",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only start each configuration N times: seconds (and CPU seconds) until it "
+        "answers a semantic search, with the medians",
+    )
     ap.add_argument("--profile", type=Path, help="write py-spy profiles here (16 clients)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
@@ -294,10 +337,12 @@ def main(argv: list[str] | None = None) -> int:
         env.pop("ENGRAM_DATABASE_URL", None)  # the SQLite store of each copied home
         seeded = tmp / "seeded"
         results["seed_s"] = round(seed(seeded, args.memories, env), 1)
-        if not args.no_baseline:
+        if args.ready_only:
+            results["ready"] = run_ready(seeded, tmp, env, args)
+        elif not args.no_baseline:
             results["baseline"] = run_baseline(tmp, texts(args.memories), args)
         results["engram"] = []
-        for workers in args.workers:
+        for workers in args.workers if not args.ready_only else ():
             result = run_engram(seeded, tmp, workers, env, args)
             result["verdict"] = verdict(result)
             results["engram"].append(result)

@@ -6,7 +6,8 @@ each other.
   ``/mcp``, the same API keys), and the web dashboard (:mod:`engram.web`, at ``/ui``, signed in
   with a user's password), with embedding and maintenance in the background; with auth,
   Engram's OAuth authorization server (:mod:`engram.oauth`) signs remote MCP clients in to
-  ``/mcp``.
+  ``/mcp``. The REST API and the dashboard answer as soon as they are built; MCP and OAuth are
+  built on a thread once the server is up and the model loaded (:func:`served_app`).
 - ``engram serve --workers N``: N such processes on one listening socket
   (:mod:`engram.api.prefork`), each with its own :class:`Engram` over the one store; the first
   also runs the background jobs.
@@ -17,7 +18,12 @@ The CLI calls these; frameworks load only when one runs (the imports are inside)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any
 
 from engram.config import ServerSettings, Settings
 from engram.service import Engram
@@ -26,33 +32,150 @@ if TYPE_CHECKING:
     import socket
 
     from fastapi import FastAPI
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def http_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
     """The app ``engram serve`` runs: REST at /api/v1, MCP at /mcp (API keys, and OAuth tokens
     of the authorization server mounted beside it), the dashboard at /ui."""
-    from engram.api import create_app
-    from engram.mcp.http import PATH
-    from engram.mcp.http import mount as mount_mcp
-    from engram.web import mount as mount_web
+    from engram.mcp.http import run_in_lifespan
 
     settings = settings or ServerSettings()
+    app = _local_app(engram, settings)
+    run_in_lifespan(app, _attach_remote(app, engram, settings))
+    return app
+
+
+def _local_app(engram: Engram, settings: ServerSettings) -> FastAPI:
+    """The REST API and the dashboard."""
+    from engram.api import create_app
+    from engram.web import mount as mount_web
+
     app = create_app(engram, settings)
+    mount_web(app, engram)
+    return app
+
+
+def _attach_remote(
+    app: FastAPI, engram: Engram, settings: ServerSettings
+) -> StreamableHTTPSessionManager:
+    """MCP at /mcp and, with auth, the OAuth authorization server beside it (the MCP SDK is
+    most of what the app imports and builds); returns the MCP sessions to run."""
+    from engram.mcp.http import PATH, attach
+
     if not settings.auth:
-        mount_mcp(app, engram, settings)
-        mount_web(app, engram)
-        return app
+        return attach(app, engram, settings)
     from engram.oauth import mount as mount_oauth
     from engram.service.oauth import OAUTH_SCOPES
 
     base = settings.base_url
     provider = mount_oauth(app, engram, base, base + PATH)
     server = None if provider is None else base
-    mount_mcp(
+    return attach(
         app, engram, settings, oauth=provider, authorization_server=server, scopes=OAUTH_SCOPES
     )
-    mount_web(app, engram)
-    return app
+
+
+def served_app(engram: Engram, settings: ServerSettings, after: threading.Event) -> ASGIApp:
+    """:func:`http_app` as a server runs it: the REST API and the dashboard answer as soon as
+    they are built; MCP and OAuth (the MCP SDK is a third of the start-up) are built on a
+    thread once the server is up and ``after`` is set (the embedding model and the vector index
+    loaded), so a first search does not wait for them. A request for them waits until they are
+    mounted (see :class:`Remote`)."""
+    import anyio.to_thread
+
+    app = _local_app(engram, settings)
+    remote = Remote(app)
+    outer = app.router.lifespan_context
+
+    def build() -> StreamableHTTPSessionManager | None:
+        from starlette.routing import NoMatchFound
+
+        while not after.wait(0.1):
+            if remote.stopping.is_set():  # stopped before it was built
+                return None
+        sessions = _attach_remote(app, engram, settings)
+        # every route's handler now, rather than on the first request each router gets
+        with suppress(NoMatchFound):
+            app.url_path_for("\0")
+        return sessions
+
+    async def serve_sessions() -> None:
+        try:
+            sessions = await anyio.to_thread.run_sync(build)
+        except Exception:
+            logging.getLogger("engram.api").exception("MCP and OAuth failed to start")
+            remote.ready(failed=True)
+            return
+        if sessions is None:
+            return
+        async with sessions.run():
+            remote.ready()
+            await remote.stopped()
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        remote.start()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(serve_sessions)
+            try:
+                ctx: AbstractAsyncContextManager[Any] = outer(a)
+                async with ctx as state:
+                    yield state
+            finally:
+                remote.stop()
+
+    app.router.lifespan_context = lifespan
+    return remote
+
+
+class Remote:
+    """The served app, holding back what is still being built: a request for a path outside
+    :data:`AT_ONCE` waits until MCP and OAuth are mounted (about a second after start), or
+    gets 503 if they failed to build (the log says why)."""
+
+    AT_ONCE = ("/api/", "/healthz", "/readyz", "/metrics", "/ui")
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.stopping = threading.Event()  # the lifespan is ending
+        self._built: asyncio.Event | None = None  # set once the lifespan starts building
+        self._stop = asyncio.Event()
+        self._failed = False
+
+    def start(self) -> None:
+        self._built = asyncio.Event()
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._stop.set()
+
+    async def stopped(self) -> None:
+        await self._stop.wait()
+
+    def ready(self, *, failed: bool = False) -> None:
+        self._failed = failed
+        if self._built is not None:
+            self._built.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        built = self._built
+        if (
+            built is not None
+            and scope["type"] in ("http", "websocket")
+            and not str(scope.get("path", "")).startswith(self.AT_ONCE)
+        ):
+            if not built.is_set():
+                await built.wait()
+            if self._failed:
+                from engram.api.errors import error_response
+
+                problem = "MCP and OAuth failed to start (the server's log says why)"
+                await error_response(503, "not_ready", problem)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def configure_logging(level: str) -> None:
@@ -73,18 +196,20 @@ def run_http(
     """Serve until SIGINT/SIGTERM (on ``sock`` when given, else the settings' address), with
     the background jobs unless ``jobs`` is false (``maintenance_every`` seconds between
     sweeps; 0: never)."""
-    import threading
-
     import uvicorn
 
     from engram.api.server import uvicorn_options
+    from engram.blas import limit_blas_threads
     from engram.service.jobs import BackgroundJobs
+
+    limit_blas_threads(1)  # requests run side by side: one BLAS thread each (engram.blas)
 
     # the model and the vector index load while the app is built (both wait on I/O and numpy,
     # which release the GIL): the first semantic search finds them ready
-    threading.Thread(target=_warm, args=(engram,), name="engram-warm", daemon=True).start()
+    warmed = threading.Event()
+    threading.Thread(target=_warm, args=(engram, warmed), name="engram-warm", daemon=True).start()
     config = uvicorn.Config(
-        http_app(engram, settings),
+        served_app(engram, settings, warmed),
         host=settings.host,
         port=settings.port,
         log_config=None,
@@ -103,13 +228,13 @@ def run_http(
             background.stop()
 
 
-def _warm(engram: Engram) -> None:
-    import logging
-
+def _warm(engram: Engram, done: threading.Event) -> None:
     try:
         engram.warm()
     except Exception:  # the first request loads whatever failed here, and reports it
         logging.getLogger("engram.api").exception("warming up failed")
+    finally:
+        done.set()
 
 
 def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every: float) -> int:

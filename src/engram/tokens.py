@@ -20,7 +20,12 @@ def _encoding() -> Any:
     import tiktoken
 
     with _lock:
-        return tiktoken.get_encoding(ENCODING)
+        encoding = tiktoken.get_encoding(ENCODING)
+    # the BPE's Rust core keeps its own copy of the 100k ranks; the Python dict beside it is
+    # read only to pickle the encoding, and holds ~15 MB of every process
+    if isinstance(getattr(encoding, "_mergeable_ranks", None), dict):
+        encoding._mergeable_ranks = {}
+    return encoding
 
 
 def count_tokens(text: str) -> int:

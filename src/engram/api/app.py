@@ -90,9 +90,9 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.add_middleware(Shed, limit=settings.max_in_flight, metrics=app.state.metrics)
     app.add_middleware(Observe, metrics=app.state.metrics)  # outermost: counts replays too
     app.include_router(health.router)
-    api = APIRouter(prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
+    api = APIRouter(responses=errors.ERROR_RESPONSES)
     for prefix, router in RESOURCES:
         api.include_router(router, prefix=prefix)
-    app.include_router(api)
+    app.include_router(api, prefix=API_PREFIX)
     docs.mount(app)  # /docs from local assets, no CDN
     return app  # engram.servers.http_app mounts MCP at /mcp beside it

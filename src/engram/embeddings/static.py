@@ -33,15 +33,18 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from safetensors.numpy import load_file, save_file
 from tokenizers import Tokenizer
 
-from engram.embeddings.minilm_numpy import BertEncoder
+from engram.embeddings.mapped import map_tensors
 from engram.embeddings.protocol import Vectors
 from engram.errors import MissingDependency
+
+if TYPE_CHECKING:
+    from engram.embeddings.minilm_numpy import BertEncoder
 
 MODEL_ID = "minilm-static-v1"
 SOURCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -120,6 +123,10 @@ def distill_static_model(source_dir: Path, out_dir: Path) -> None:
     directory and renamed into place, so readers never see a half-written model. If `out_dir`
     already exists it is replaced.
     """
+    from safetensors.numpy import save_file
+
+    from engram.embeddings.minilm_numpy import BertEncoder
+
     started = time.perf_counter()
     tokenizer = Tokenizer.from_file(str(source_dir / _TOKENIZER_FILE))
     tokenizer.no_padding()
@@ -249,16 +256,21 @@ def ensure_default_static_model(cache_root: Path) -> Path:
 
 
 class StaticEmbedder:
-    """Mean of static token vectors, L2-normalised. Thread-safe; numpy + tokenizers only."""
+    """Mean of static token vectors, L2-normalised. Thread-safe; numpy + tokenizers only.
+
+    The float16 matrix is mapped from the model file, not copied (no private memory, shared
+    by a server's workers); a text's rows are widened to float32 before their mean, which is
+    what widening the whole matrix at load gave, bit for bit.
+    """
 
     def __init__(self, model_dir: Path) -> None:
         config_path = model_dir / _CONFIG_FILE
         if not _is_complete(model_dir):
             raise StaticModelError(f"{model_dir}: not a static embedding model directory")
         config = json.loads(config_path.read_text(encoding="utf-8"))
-        tensors = load_file(str(model_dir / _EMBEDDINGS_FILE))
-        vectors = tensors["embeddings"].astype(np.float32)
-        token_ids = tensors["token_ids"].astype(np.int64)
+        tensors = map_tensors(model_dir / _EMBEDDINGS_FILE)
+        vectors = np.asarray(tensors["embeddings"])  # float16, over the file's pages
+        token_ids = np.array(tensors["token_ids"], dtype=np.int64)
         self._model_id = str(config.get("model_id", MODEL_ID))
         self._dimensions = int(vectors.shape[1])
 
@@ -309,7 +321,7 @@ class StaticEmbedder:
             return out
         for i, rows in enumerate(self.token_rows(texts)):
             if rows.size:
-                out[i] = self._vectors[rows].mean(axis=0)
+                out[i] = self._vectors[rows].astype(np.float32).mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out

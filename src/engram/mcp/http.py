@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.routes import cors_middleware
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
@@ -155,6 +156,42 @@ def mount(
     lifespan. Without auth (loopback only), every request acts as the local owner. With
     ``oauth``, tokens that are not API keys are checked by it, and the metadata names
     ``authorization_server`` and its ``scopes``."""
+    sessions = attach(
+        app,
+        engram,
+        settings,
+        oauth=oauth,
+        authorization_server=authorization_server,
+        scopes=scopes,
+    )
+    run_in_lifespan(app, sessions)
+
+
+def run_in_lifespan(app: FastAPI, sessions: StreamableHTTPSessionManager) -> None:
+    """Run ``sessions`` (from :func:`attach`) for as long as the app's lifespan."""
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with sessions.run():
+            ctx: AbstractAsyncContextManager[Any] = outer(a)
+            async with ctx as state:
+                yield state
+
+    app.router.lifespan_context = lifespan
+
+
+def attach(
+    app: FastAPI,
+    engram: Engram,
+    settings: ServerSettings,
+    *,
+    oauth: TokenVerifier | None = None,
+    authorization_server: str | None = None,
+    scopes: Sequence[str] = (),
+) -> StreamableHTTPSessionManager:
+    """The routes of :func:`mount`, added to a running app too; the caller runs the returned
+    session manager (``async with sessions.run()``) before a request reaches them."""
     binding = Binding(engram, Actor(LOCAL_USER, INTERFACE))
     if settings.auth:
         base = base_url(settings)
@@ -185,13 +222,4 @@ def mount(
         path = getattr(route, "path", "")
         if not path.startswith(METADATA):  # served above, without the SDK's version
             app.router.routes.append(Route(path, served, include_in_schema=False))
-    outer = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(a: Any) -> AsyncIterator[Any]:
-        async with server.session_manager.run():
-            ctx: AbstractAsyncContextManager[Any] = outer(a)
-            async with ctx as state:
-                yield state
-
-    app.router.lifespan_context = lifespan
+    return server.session_manager
