@@ -16,13 +16,30 @@ from tests.conftest import FakeClock
 
 
 @pytest.fixture
+def executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements sent from here on (but the per-session ef_search setting)."""
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self: psycopg.Cursor[object], query: object, *args: object, **kw: object) -> object:
+        if "hnsw.ef_search" not in str(query):  # set once per pooled session
+            statements.append(str(query))
+        return execute(self, query, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return statements
+
+
+@pytest.fixture
 def pg_store(pg_url: str) -> Iterator[PostgresStore]:
     store = PostgresStore(pg_url)
     yield store
     store.close()
 
 
-def test_common_terms_are_dropped_when_a_rarer_one_is_left(pg_store: PostgresStore) -> None:
+def test_common_terms_are_dropped_when_a_rarer_one_is_left(
+    pg_store: PostgresStore, executed: list[str]
+) -> None:
     engram = Engram(pg_store, clock=FakeClock())
     engram.environments.create("big", LOCAL)
     n = keywords.MIN_ROWS_FOR_PRUNING + 100
@@ -41,6 +58,14 @@ def test_common_terms_are_dropped_when_a_rarer_one_is_left(pg_store: PostgresSto
     assert alone.tsquery == "('servic')"  # the only term is kept, however common
     assert not alone.bounded  # thousands of matches: the planner chooses
     assert none is None  # a stopword leaves nothing to search for
+    # words not seen before: their queries and document counts in one round trip
+    fresh = keywords.TermFrequencies()
+    with pg_store.db.reader() as conn:
+        fresh.total(conn)  # counted once every few minutes
+        executed.clear()
+        again = keywords.plan(conn, ["service", "zanzibar", "restarted"], fresh)
+    assert len(executed) == 1
+    assert again is not None and again.tsquery == "('zanzibar') | ('restart')"
     hits = engram.search.search("zanzibar service", LOCAL, environment="big", limit=5)
     assert len(hits.items) == 3
     assert all("zanzibar" in h.memory.content for h in hits.items)
@@ -83,7 +108,7 @@ def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
 
 
 def test_a_filter_passing_few_or_no_memories_is_searched_in_one_statement(
-    pg_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    pg_store: PostgresStore, executed: list[str]
 ) -> None:
     engram = Engram(pg_store, clock=FakeClock())
     few = engram.environments.create("few", LOCAL)
@@ -104,15 +129,8 @@ def test_a_filter_passing_few_or_no_memories_is_searched_in_one_statement(
     q = vecs[0] + 0.5 * vecs[1]
     q /= np.linalg.norm(q)
     flt = MemoryFilter(environment_ids=[few.id])
-    statements: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def counted(self: psycopg.Cursor[object], query: object, *args: object, **kw: object) -> object:
-        if "hnsw.ef_search" not in str(query):  # set once per pooled session
-            statements.append(str(query))
-        return execute(self, query, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    statements = executed
+    statements.clear()
     hits = pg_store.vector_search(q, "m16", flt, limit=10)
     # 30 memories pass, fewer than the HNSW pool: the exact scan in the same round trip
     assert len(statements) == 1
