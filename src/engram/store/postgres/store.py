@@ -19,7 +19,7 @@ from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import ORDER_SQL, USER_ROWS
+from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.postgres import hnsw, keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
@@ -430,17 +430,17 @@ class PostgresStore:
         self, model_id: str, *, limit: int, after: int = 0
     ) -> list[PendingEmbedding]:
         with self.db.reader() as conn:
+            # the columns of the searchable text, not whole memories (a bulk load reads them all)
             rows = conn.execute(
-                f"SELECT {memory_select()}, m.content_hash, m.seq FROM memories m "
+                "SELECT m.id, m.layer, m.content, m.details::text, m.content_hash, m.seq "
+                "FROM memories m "
                 "LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.model_id = %s "
                 "WHERE m.seq > %s AND m.status != 'deleted' "
                 "AND (v.memory_id IS NULL OR v.content_hash != m.content_hash) "
                 "ORDER BY m.seq LIMIT %s",
                 (model_id, after, limit),
             ).fetchall()
-        return [
-            PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
-        ]
+        return [PendingEmbedding(r[0], row_search_text(r[1], r[2], r[3]), r[4], r[5]) for r in rows]
 
     @retried
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
