@@ -7,6 +7,8 @@ background indexer, then the first search, which loads the vectors), p50/p95 of 
 and of assemble_context (query embedding included), the vector path's recall@10 against an
 exact float32 scan of every stored vector, and peak RSS: of the process, and per memory for
 the part the store adds (the process before the store opened is the harness and the model).
+On PostgreSQL also what a commit costs with and without waiting for the WAL flush, and the 8
+clients again with the server's synchronous_commit off (what the flush wait costs them).
 Texts are generated in batches, never held all at once. A baseline is measured in the same
 run: a bare SQLite FTS5 table (insert one by one, BM25 top 10).
 
