@@ -6,12 +6,28 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import psycopg
 import pytest
 
-from engram import LOCAL, Engram, MemoryFilter, NewMemory
+from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
 from engram.store import EmbeddingUpdate
 from engram.store.postgres import PostgresStore, keywords
 from tests.conftest import FakeClock
+
+
+@pytest.fixture
+def executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements sent from here on (but the per-session ef_search setting)."""
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self: psycopg.Cursor[object], query: object, *args: object, **kw: object) -> object:
+        if "hnsw.ef_search" not in str(query):  # set once per pooled session
+            statements.append(str(query))
+        return execute(self, query, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return statements
 
 
 @pytest.fixture
@@ -21,7 +37,9 @@ def pg_store(pg_url: str) -> Iterator[PostgresStore]:
     store.close()
 
 
-def test_common_terms_are_dropped_when_a_rarer_one_is_left(pg_store: PostgresStore) -> None:
+def test_common_terms_are_dropped_when_a_rarer_one_is_left(
+    pg_store: PostgresStore, executed: list[str]
+) -> None:
     engram = Engram(pg_store, clock=FakeClock())
     engram.environments.create("big", LOCAL)
     n = keywords.MIN_ROWS_FOR_PRUNING + 100
@@ -40,6 +58,14 @@ def test_common_terms_are_dropped_when_a_rarer_one_is_left(pg_store: PostgresSto
     assert alone.tsquery == "('servic')"  # the only term is kept, however common
     assert not alone.bounded  # thousands of matches: the planner chooses
     assert none is None  # a stopword leaves nothing to search for
+    # words not seen before: their queries and document counts in one round trip
+    fresh = keywords.TermFrequencies()
+    with pg_store.db.reader() as conn:
+        fresh.total(conn)  # counted once every few minutes
+        executed.clear()
+        again = keywords.plan(conn, ["service", "zanzibar", "restarted"], fresh)
+    assert len(executed) == 1
+    assert again is not None and again.tsquery == "('zanzibar') | ('restart')"
     hits = engram.search.search("zanzibar service", LOCAL, environment="big", limit=5)
     assert len(hits.items) == 3
     assert all("zanzibar" in h.memory.content for h in hits.items)
@@ -79,3 +105,39 @@ def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
         assert [h.memory_id for h in hits][:5] == [ids[i] for i in exact[:5]]
         assert len(hits) == 10 and {h.memory_id for h in hits} <= set(ids)
         assert np.allclose([h.score for h in hits[:5]], (vecs @ q)[exact[:5]], atol=1e-5)
+
+
+def test_a_filter_passing_few_or_no_memories_is_searched_in_one_statement(
+    pg_store: PostgresStore, executed: list[str]
+) -> None:
+    engram = Engram(pg_store, clock=FakeClock())
+    few = engram.environments.create("few", LOCAL)
+    added = engram.memories.add_many(
+        [NewMemory(content=f"few memory {i}") for i in range(30)], LOCAL, "few"
+    )
+    rng = np.random.default_rng(8)
+    vecs = rng.standard_normal((30, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    pending = {p.memory_id: p for p in pg_store.pending_embeddings("m16", limit=100)}
+    pg_store.put_embeddings(
+        "m16",
+        [
+            EmbeddingUpdate(m.id, pending[m.id].content_hash, v)
+            for m, v in zip(added, vecs, strict=True)
+        ],
+    )
+    q = vecs[0] + 0.5 * vecs[1]
+    q /= np.linalg.norm(q)
+    flt = MemoryFilter(environment_ids=[few.id])
+    statements = executed
+    statements.clear()
+    hits = pg_store.vector_search(q, "m16", flt, limit=10)
+    # 30 memories pass, fewer than the HNSW pool: the exact scan in the same round trip
+    assert len(statements) == 1
+    exact = np.argsort(-(vecs @ q))[:10]
+    assert [h.memory_id for h in hits] == [added[i].id for i in exact]
+    assert np.allclose([h.score for h in hits], (vecs @ q)[exact], atol=1e-5)
+    statements.clear()
+    none = MemoryFilter(environment_ids=[few.id], layers=[Layer.EPISODE])
+    assert pg_store.vector_search(q, "m16", none, limit=10) == []
+    assert len(statements) == 1  # the count alone, no scan after it

@@ -13,6 +13,7 @@ from engram.errors import Conflict
 from engram.models import (
     Action,
     Environment,
+    EpisodeDetails,
     Layer,
     Memory,
     MemoryFilter,
@@ -234,6 +235,22 @@ def test_vectors_by_model_with_filters(store: Store) -> None:
     assert [p.memory_id for p in store.pending_embeddings("small", limit=10)] == ["m2", "m4"]
     assert store.prune_embeddings("small") == 1
     assert store.embedding_stats() == {"small": 3}
+
+
+def test_pending_embeddings_carry_each_layers_searchable_text(store: Store) -> None:
+    _env(store)
+    proc = ProcedureDetails(name="release", trigger="on tag", steps=["bump", "push"])
+    episode = EpisodeDetails(key_decisions=["ship on Friday"])
+    memories = [
+        _memory("m1", "Deploys go through staging"),
+        _memory("m2", "Cut a release", layer="procedure", procedure=proc),
+        _memory("m3", "Discussed the launch", layer="episode", episode=episode),
+    ]
+    store.write([_change(m) for m in memories])
+    pending = store.pending_embeddings("small", limit=10)
+    assert [p.text for p in pending] == [m.search_text() for m in memories]
+    assert "ship on Friday" in pending[2].text and "push" in pending[1].text
+    assert [p.content_hash for p in pending] == [content_hash(m.search_text()) for m in memories]
 
 
 def test_migrations_are_recorded(store: Store) -> None:

@@ -7,6 +7,8 @@ background indexer, then the first search, which loads the vectors), p50/p95 of 
 and of assemble_context (query embedding included), the vector path's recall@10 against an
 exact float32 scan of every stored vector, and peak RSS: of the process, and per memory for
 the part the store adds (the process before the store opened is the harness and the model).
+On PostgreSQL also what a commit costs with and without waiting for the WAL flush, and the 8
+clients again with the server's synchronous_commit off (what the flush wait costs them).
 Texts are generated in batches, never held all at once. A baseline is measured in the same
 run: a bare SQLite FTS5 table (insert one by one, BM25 top 10).
 
@@ -25,6 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -162,6 +165,39 @@ def baseline(path: Path, texts: Iterator[str], queries: list[str]) -> dict[str, 
     return {"ingest_per_s": rate, "search_p50": pct(lat, 50), "search_p95": pct(lat, 95)}
 
 
+def commit_latency(url: str, n: int = 60) -> dict[str, float]:
+    """Median milliseconds of a one-row commit with and without waiting for the WAL flush
+    (measured alone: under the clients' writes a flush has more to write)."""
+    import psycopg
+
+    out = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_flush (n int)")
+        for mode in ("on", "off"):
+            conn.execute(f"SET synchronous_commit = {mode}")
+            lat = timed(lambda: conn.execute("INSERT INTO bench_flush VALUES (1)"), n)
+            out[mode] = statistics.median(lat)
+        conn.execute("DROP TABLE bench_flush")
+    return out
+
+
+@contextmanager
+def no_flush_wait(url: str) -> Iterator[None]:
+    """The server's synchronous_commit off for the block (every session, on reload)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+        conn.execute("SELECT pg_reload_conf()")
+        time.sleep(0.5)  # the pooled sessions read the configuration again when next idle
+        try:
+            yield
+        finally:
+            conn.execute("ALTER SYSTEM RESET synchronous_commit")
+            conn.execute("SELECT pg_reload_conf()")
+            time.sleep(0.5)
+
+
 def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: Path) -> None:
     rng = random.Random(size)
     vocab = vocabulary(rng)
@@ -201,22 +237,35 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     done = [one]
     lock = threading.Lock()
 
-    def client() -> None:
-        while True:
-            with lock:
-                i = done[0]
-                if i >= min(size, 3 * one):
-                    return
-                done[0] += 1
-            engram.memories.add(new(i), LOCAL, env)
+    def clients(end: int) -> float:
+        """8 clients adding until ``end``; their rate."""
+        first = done[0]
 
-    t = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    concurrent_rate = (done[0] - one) / (time.perf_counter() - t)
+        def client() -> None:
+            while True:
+                with lock:
+                    i = done[0]
+                    if i >= end:
+                        return
+                    done[0] += 1
+                engram.memories.add(new(i), LOCAL, env)
+
+        t = time.perf_counter()
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return (done[0] - first) / (time.perf_counter() - t)
+
+    concurrent_rate = clients(min(size, 3 * one))
+    flush: dict[str, float] = {}
+    if database_url is not None and size - done[0] >= 2 * one:
+        # PostgreSQL: what a commit's WAL flush costs here, and the 8 clients again with the
+        # database's synchronous_commit off (what a user may choose, see the README)
+        flush = commit_latency(database_url)
+        with no_flush_wait(database_url):
+            flush["clients_no_wait"] = clients(done[0] + one)
     one = done[0]
     # the last writes go one by one again, into the full store: the rate the target is about
     tail = min(2000, max(0, size - one) // 2)
@@ -277,6 +326,18 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
         ("ingest, one by one (acknowledged/s)", f"{single_rate:,.0f}", f"{base_rate:,.0f}"),
         ("  again, into the full store (/s)", f"{full_rate:,.0f}", ""),
         ("ingest, one by one, 8 clients (/s)", f"{concurrent_rate:,.0f}", ""),
+        *(
+            [
+                ("  8 clients, no flush wait (/s)", f"{flush['clients_no_wait']:,.0f}", ""),
+                (
+                    "  a commit, durable / no wait (ms)",
+                    f"{flush['on']:.2f} / {flush['off']:.2f}",
+                    "",
+                ),
+            ]
+            if flush
+            else []
+        ),
         ("ingest, batches of 1000 (/s)", f"{batch_rate:,.0f}", ""),
         ("all embedded after (s)", f"{indexed:.1f}", ""),
         ("all semantically searchable after (s)", f"{lag:.1f}", ""),

@@ -19,6 +19,7 @@ from engram.models import (
     ProcedureDetails,
     Source,
     Status,
+    search_text,
 )
 from engram.store.protocol import RankFields
 
@@ -94,6 +95,24 @@ class TimedRows:
         return None if value is None else self._time(value)
 
 
+def _details(
+    layer: Layer, details: str | None
+) -> tuple[EpisodeDetails | None, ProcedureDetails | None]:
+    """An episode's or a procedure's details from their JSON text (None for other layers)."""
+    if details is not None:
+        if layer is Layer.EPISODE:
+            return EpisodeDetails.model_validate_json(details), None
+        if layer is Layer.PROCEDURE:
+            return None, ProcedureDetails.model_validate_json(details)
+    return None, None
+
+
+def row_search_text(layer: str, content: str, details: str | None) -> str:
+    """A memory's searchable text from its ``layer``, ``content`` and ``details`` columns
+    (what the indexer embeds), without reading the rest of the row."""
+    return search_text(content, *_details(_LAYER[layer], details))
+
+
 class RowMapper(TimedRows):
     """Rows to value objects for one dialect."""
 
@@ -102,13 +121,7 @@ class RowMapper(TimedRows):
         text); extra columns after those are ignored."""
         values = dict(zip(MEMORY_FIELDS, tuple(row)[: len(MEMORY_FIELDS)], strict=True))
         layer = _LAYER[values["layer"]]
-        details = values["details"]
-        episode = procedure = None
-        if details is not None:
-            if layer is Layer.EPISODE:
-                episode = EpisodeDetails.model_validate_json(details)
-            elif layer is Layer.PROCEDURE:
-                procedure = ProcedureDetails.model_validate_json(details)
+        episode, procedure = _details(layer, values["details"])
         # rows are written only by the stores, from validated models: skip re-validation
         return _constructed(
             id=values["id"],

@@ -26,11 +26,14 @@ CACHE_SECONDS = 300.0
 
 log = logging.getLogger(__name__)
 
-# each term's english tsquery (stemmed; a stopword's is empty) and its lexemes
+# each term's english tsquery (stemmed; a stopword's is empty) and its lexemes; with a cap,
+# also how many memories its query matches (up to the cap): planning a query of new words
+# costs one round trip
 _TERMS = (
-    "SELECT t, CASE WHEN numnode(plainto_tsquery('english', t)) > 0 "
-    "THEN plainto_tsquery('english', t)::text END, "
-    "tsvector_to_array(to_tsvector('english', t)) FROM unnest(%s::text[]) AS t"
+    "SELECT t, CASE WHEN numnode(q) > 0 THEN q::text END, "
+    "tsvector_to_array(to_tsvector('english', t)), CASE WHEN numnode(q) > 0 AND %s > 0 THEN "
+    "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ q LIMIT %s) AS s) END "
+    "FROM unnest(%s::text[]) AS t, plainto_tsquery('english', t) AS q"
 )
 MAX_CACHED_TERMS = 100_000
 _DOCS = "SELECT count(*) FROM (SELECT 1 FROM memories WHERE tsv @@ %s::tsquery LIMIT %s) AS s"
@@ -55,18 +58,24 @@ class TermFrequencies:
         self._total: tuple[int, float] = (0, 0.0)
         self._terms: dict[str, Term] = {}
 
-    def terms(self, conn: Connection, words: list[str]) -> dict[str, Term]:
+    def terms(self, conn: Connection, words: list[str], cap: int = 0) -> dict[str, Term]:
+        """Each word's :class:`Term`; with ``cap``, the words not known yet have their
+        queries' document counts (up to ``cap``) cached as well, in the same round trip."""
         with self._lock:
             found = {w: self._terms[w] for w in words if w in self._terms}
         missing = [w for w in words if w not in found]
         if missing:
-            rows = conn.execute(_TERMS, (missing,)).fetchall()
+            rows = conn.execute(_TERMS, (cap, cap, missing)).fetchall()
             fresh = {r[0]: Term(r[1], frozenset(r[2])) for r in rows}
             found.update(fresh)
+            now = time.monotonic()
             with self._lock:
                 if len(self._terms) > MAX_CACHED_TERMS:
                     self._terms.clear()
                 self._terms.update(fresh)
+                for r in rows:
+                    if r[1] is not None and r[3] is not None:
+                        self._cache_docs(r[1], int(r[3]), now)
         return found
 
     def total(self, conn: Connection) -> int:
@@ -96,10 +105,13 @@ class TermFrequencies:
         row = conn.execute(_DOCS, (query, cap)).fetchone()
         value = int(row[0]) if row else 0
         with self._lock:
-            if len(self._docs) > 50_000:
-                self._docs.clear()
-            self._docs[query] = (value, now)
+            self._cache_docs(query, value, now)
         return value
+
+    def _cache_docs(self, query: str, value: int, now: float) -> None:
+        if len(self._docs) > 50_000:
+            self._docs.clear()
+        self._docs[query] = (value, now)
 
 
 @dataclass(frozen=True)
@@ -123,14 +135,15 @@ def _analyze(conn: Connection) -> None:
 
 def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> Plan | None:
     """What to search for, or None if no term is left (stopwords only)."""
-    known = frequencies.terms(conn, terms)
+    total = frequencies.total(conn)  # cached: no round trip most of the time
+    cap = min(POSTINGS_BUDGET + 1, max(1, int(total * COMMON_SHARE)))
+    pruning = total >= MIN_ROWS_FOR_PRUNING
+    known = frequencies.terms(conn, terms, cap if pruning else 0)
     queries = list(dict.fromkeys(q for t in terms if (q := known[t].tsquery) is not None))
     if not queries:
         return None
-    total = frequencies.total(conn)
-    if total < MIN_ROWS_FOR_PRUNING:
+    if not pruning:
         return Plan(_or(queries), bounded=True)
-    cap = min(POSTINGS_BUDGET + 1, max(1, int(total * COMMON_SHARE)))
     df = {q: frequencies.docs(conn, q, cap) for q in queries}
     kept = rarest_first(queries, df, cap)
     # a count that reached the cap is a lower bound: such a term may match many more

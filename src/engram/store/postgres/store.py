@@ -19,7 +19,7 @@ from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import ORDER_SQL, USER_ROWS
+from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.postgres import hnsw, keywords, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
@@ -366,39 +366,48 @@ class PostgresStore:
         cond, params = where(flt)
         # the HNSW index yields the nearest ``pool`` vectors of the model (a materialised
         # scan, so the planner cannot trade it for a join over every memory); the filter then
-        # applies to each by primary key. If it leaves too few (a small environment or layer),
-        # the memories passing the filter are scanned exactly instead: that scan costs what
-        # the filtered set holds. A filter that passes fewer than ``pool`` memories (an empty
-        # layer, a small environment) goes straight to the exact scan.
+        # applies to each by primary key. A filter that passes fewer than ``pool`` memories (an
+        # empty layer, a small environment) is answered by an exact scan of those memories
+        # instead, whose cost is what the filtered set holds; one that passes none costs only
+        # the count. One round trip: the count of memories passing the filter (up to ``pool``)
+        # is a one-time filter of each branch, so only one of them runs.
         pool = min(1000, max(2 * limit, 100))
         model_cond, dist = vectors.distance(model_id, dim)
-        # one round trip: the count of memories passing the filter (up to ``pool``) is a
-        # one-time filter of the HNSW scan, which runs only if the filter passes that many
+        _, exact_dist = vectors.distance(model_id, dim, exact=True)
         query = sql.SQL(
             "WITH passing AS MATERIALIZED (SELECT count(*) AS n FROM "
             "(SELECT 1 FROM memories m WHERE " + cond + " LIMIT %s) s), "
             "nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
             "WHERE {model_cond} AND (SELECT n FROM passing) >= %s ORDER BY {dist} LIMIT %s) "
-            "SELECT m.id, 1 - nn.d FROM nn CROSS JOIN LATERAL "
+            # a row for the count even when no branch finds anything
+            "SELECT p.n, h.id, h.d, h.seq FROM passing p LEFT JOIN LATERAL (("
+            "SELECT m.id, nn.d, m.seq FROM nn CROSS JOIN LATERAL "
             "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
             # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
-            "OFFSET 0) m "
-            "ORDER BY nn.d, m.seq LIMIT %s"
-        ).format(dist=dist, model_cond=model_cond)
+            "OFFSET 0) m ORDER BY nn.d, m.seq LIMIT %s"
+            ") UNION ALL ("
+            "SELECT m.id, {exact_dist}, m.seq FROM memory_vectors v "
+            "JOIN memories m ON m.id = v.memory_id WHERE (SELECT n FROM passing) "
+            "BETWEEN 1 AND %s AND {model_cond} AND " + cond + " "
+            "ORDER BY {exact_dist}, m.seq LIMIT %s)) h ON true"
+        ).format(dist=dist, model_cond=model_cond, exact_dist=exact_dist)
         with self.db.reader() as conn:
             self._ef_search(conn, pool)
-            rows = conn.execute(
-                query, [*params, pool, literal, pool, literal, pool, *params, limit]
-            ).fetchall()
-            if len(rows) < limit:
-                model_cond, dist = vectors.distance(model_id, dim, exact=True)
+            nearest = [*params, pool, literal, pool, literal, pool, *params, limit]
+            exact = [literal, pool - 1, *params, literal, limit]
+            rows = conn.execute(query, [*nearest, *exact]).fetchall()
+            passing = int(rows[0][0])
+            found = sorted((r[2], r[3], r[1]) for r in rows if r[1] is not None)
+            if passing >= pool and len(found) < limit:
+                # the filter left too few of the nearest: scan what it passes exactly
                 query = sql.SQL(
-                    "SELECT m.id, 1 - {dist} FROM memory_vectors v "
+                    "SELECT 1 - {dist}, m.seq, m.id FROM memory_vectors v "
                     "JOIN memories m ON m.id = v.memory_id "
                     "WHERE {model_cond} AND " + cond + " ORDER BY {dist}, m.seq LIMIT %s"
-                ).format(dist=dist, model_cond=model_cond)
+                ).format(dist=exact_dist, model_cond=model_cond)
                 rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
-        return [Hit(r[0], float(r[1])) for r in rows]
+                return [Hit(r[2], float(r[0])) for r in rows]
+        return [Hit(i, 1 - float(d)) for d, _, i in found]
 
     def _ef_search(self, conn: Connection, ef: int) -> None:
         """``hnsw.ef_search`` for this pooled connection's session, set only when it changes
@@ -426,17 +435,17 @@ class PostgresStore:
         self, model_id: str, *, limit: int, after: int = 0
     ) -> list[PendingEmbedding]:
         with self.db.reader() as conn:
+            # the columns of the searchable text, not whole memories (a bulk load reads them all)
             rows = conn.execute(
-                f"SELECT {memory_select()}, m.content_hash, m.seq FROM memories m "
+                "SELECT m.id, m.layer, m.content, m.details::text, m.content_hash, m.seq "
+                "FROM memories m "
                 "LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.model_id = %s "
                 "WHERE m.seq > %s AND m.status != 'deleted' "
                 "AND (v.memory_id IS NULL OR v.content_hash != m.content_hash) "
                 "ORDER BY m.seq LIMIT %s",
                 (model_id, after, limit),
             ).fetchall()
-        return [
-            PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
-        ]
+        return [PendingEmbedding(r[0], row_search_text(r[1], r[2], r[3]), r[4], r[5]) for r in rows]
 
     @retried
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
