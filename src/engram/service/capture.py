@@ -294,8 +294,8 @@ class CaptureService:
                 last_sweep = now
                 try:
                     self.sweep_idle()
-                except EngramError as exc:  # e.g. the store closed under a forgotten service
-                    log.warning("idle sweep failed: %s", exc.message)
+                except Exception as exc:  # e.g. the store closed under a forgotten service
+                    log.warning("idle sweep failed: %s", getattr(exc, "message", exc))
 
     def _summarize_quietly(self, sid: str) -> None:
         try:
