@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engram.errors import StorageError
-from engram.store.sqlite import fts
+from engram.store.sqlite import fts, vector_table
 
 
 @dataclass(frozen=True)
@@ -543,32 +543,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX oauth_clients_created ON oauth_clients (created_at)",
         ),
     ),
-    Migration(
-        "0026_memory_vectors_rowid",
-        (
-            # a WITHOUT ROWID table keeps whole rows in its key b-tree: a 1.5 KB vector spills
-            # onto an overflow page that every key comparison of a lookup reads, so fetching
-            # 180 vectors by key took ~14 ms at 100k memories; as a rowid table with the same
-            # key as a unique index, ~2 ms (bench/latency)
-            """CREATE TABLE memory_vectors_rowid (
-                memory_seq INTEGER NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
-                model_id TEXT NOT NULL,
-                environment_id TEXT NOT NULL,
-                content_hash TEXT NOT NULL,
-                dim INTEGER NOT NULL,
-                vector BLOB NOT NULL,
-                rev INTEGER NOT NULL,
-                PRIMARY KEY (memory_seq, model_id)
-            )""",
-            "INSERT INTO memory_vectors_rowid "
-            "(memory_seq, model_id, environment_id, content_hash, dim, vector, rev) "
-            "SELECT memory_seq, model_id, environment_id, content_hash, dim, vector, rev "
-            "FROM memory_vectors ORDER BY memory_seq, model_id",
-            "DROP TABLE memory_vectors",
-            "ALTER TABLE memory_vectors_rowid RENAME TO memory_vectors",
-            "CREATE INDEX memory_vectors_rev ON memory_vectors (model_id, rev)",
-        ),
-    ),
+    # the vectors' table as a rowid table: see vector_table for why
+    Migration("0026_memory_vectors_rowid", vector_table.ROWID_STATEMENTS),
 )
 
 
