@@ -14,6 +14,7 @@ from typing import Protocol
 
 from engram.models import Layer
 from engram.retrieval.models import Factor, ScoreBreakdown, Stream
+from engram.trusted import construct
 
 
 class Rankable(Protocol):
@@ -184,22 +185,25 @@ def breakdown(
     # built from values computed here (not user input): constructed without re-validation,
     # which was a tenth of a context assembly's cost
     factors = {
-        name: Factor.model_construct(value=v, weight=w, contribution=v * w)
+        name: construct(Factor, {"value": v, "weight": w, "contribution": v * w})
         for name, v, w in zip(FACTORS, values, weights, strict=True)
     }
-    return ScoreBreakdown.model_construct(
-        relevance=factors["relevance"],
-        importance=factors["importance"],
-        confidence=factors["confidence"],
-        recency=factors["recency"],
-        frequency=factors["frequency"],
-        found_by=found_by,
-        keyword_score=keyword_score,
-        keyword_norm=keyword_norm,
-        semantic_similarity=semantic_similarity,
-        semantic_norm=semantic_norm,
-        stream_relevance=stream_relevance,
-        author_named=author_named,
-        thread_support=thread_support,
-        time_matched=time_matched,
+    return construct(
+        ScoreBreakdown,
+        {
+            "relevance": factors["relevance"],
+            "importance": factors["importance"],
+            "confidence": factors["confidence"],
+            "recency": factors["recency"],
+            "frequency": factors["frequency"],
+            "found_by": found_by,
+            "keyword_score": keyword_score,
+            "keyword_norm": keyword_norm,
+            "semantic_similarity": semantic_similarity,
+            "semantic_norm": semantic_norm,
+            "stream_relevance": stream_relevance,
+            "author_named": author_named,
+            "thread_support": thread_support,
+            "time_matched": time_matched,
+        },
     )

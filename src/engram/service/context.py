@@ -38,6 +38,7 @@ from engram.service.search import Ranked, SearchService
 from engram.store import Store
 from engram.store.protocol import Hit
 from engram.tokens import count_tokens
+from engram.trusted import construct
 
 TierName = Literal["facts", "messages", "episodes", "procedures"]
 
@@ -258,17 +259,20 @@ class _Packing:
             (
                 r,
                 # every field computed here from a stored memory: no re-validation
-                ContextItem.model_construct(
-                    memory_id=memory.id,
-                    layer=memory.layer,
-                    score=r.score,
-                    tokens=tokens,
-                    text=line.rstrip("\n"),
-                    breakdown=r.breakdown,
-                    said_on=said_on(memory),
-                    author=memory.author,
-                    thread=memory.thread,
-                    sources=source_ids(memory),
+                construct(
+                    ContextItem,
+                    {
+                        "memory_id": memory.id,
+                        "layer": memory.layer,
+                        "score": r.score,
+                        "tokens": tokens,
+                        "text": line.rstrip("\n"),
+                        "breakdown": r.breakdown,
+                        "said_on": said_on(memory),
+                        "author": memory.author,
+                        "thread": memory.thread,
+                        "sources": source_ids(memory),
+                    },
                 ),
             )
         )

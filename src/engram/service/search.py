@@ -31,6 +31,7 @@ from engram.service.environments import EnvironmentService
 from engram.store import Store
 from engram.store.protocol import Hit, Vector
 from engram.text import content_words
+from engram.trusted import construct
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,24 +187,28 @@ class SearchService:
     def materialize(self, ranked: Sequence[Ranked]) -> list[ScoredMemory]:
         """The memories of ``ranked`` (those that still exist), with their breakdowns."""
         memories = {m.id: m for m in self._store.get([r.memory_id for r in ranked])}
+        # every field computed here or read back from the store: no re-validation
         return [
-            ScoredMemory(
-                memory=memories[r.memory_id],
-                score=r.score,
-                breakdown=breakdown(
-                    r.values,
-                    r.weights,
-                    found_by=self._streams(r.fused),
-                    keyword_score=r.fused.keyword_score,
-                    keyword_norm=r.fused.keyword_norm,
-                    semantic_similarity=r.fused.similarity,
-                    semantic_norm=r.fused.similarity_norm,
-                    stream_relevance=r.fused.relevance,
-                    author_named=r.adjusted.author_named,
-                    thread_support=r.adjusted.thread_support,
-                    time_matched=r.adjusted.time_matched,
-                ),
-                sources=source_ids(memories[r.memory_id]),
+            construct(
+                ScoredMemory,
+                {
+                    "memory": memories[r.memory_id],
+                    "score": r.score,
+                    "breakdown": breakdown(
+                        r.values,
+                        r.weights,
+                        found_by=self._streams(r.fused),
+                        keyword_score=r.fused.keyword_score,
+                        keyword_norm=r.fused.keyword_norm,
+                        semantic_similarity=r.fused.similarity,
+                        semantic_norm=r.fused.similarity_norm,
+                        stream_relevance=r.fused.relevance,
+                        author_named=r.adjusted.author_named,
+                        thread_support=r.adjusted.thread_support,
+                        time_matched=r.adjusted.time_matched,
+                    ),
+                    "sources": source_ids(memories[r.memory_id]),
+                },
             )
             for r in ranked
             if r.memory_id in memories

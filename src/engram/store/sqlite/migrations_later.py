@@ -4,6 +4,7 @@ ones here; never edit one that has shipped."""
 
 from __future__ import annotations
 
+from engram.store.sqlite import vector_table
 from engram.store.sqlite.migration import Migration
 
 LATER: tuple[Migration, ...] = (
@@ -210,4 +211,6 @@ LATER: tuple[Migration, ...] = (
             "CREATE INDEX sign_in_failures_at ON sign_in_failures (at)",
         ),
     ),
+    # the vectors' table as a rowid table: see vector_table for why
+    Migration("0027_memory_vectors_rowid", vector_table.ROWID_STATEMENTS),
 )
