@@ -28,6 +28,10 @@ from tests.live_server import start_serve
 ENGRAM = [sys.executable, "-m", "engram"]
 WRITERS = 6
 KILLS = 5
+PER_KILL = 30
+"""Writes acknowledged since the last restart before each kill (so that each hits writes)."""
+ENOUGH = 250
+"""Writes acknowledged in all before the test stops writing."""
 MARKER = "crash-retry marker"
 
 
@@ -75,13 +79,23 @@ def test_sigkilled_server_with_retrying_clients(tmp_path: Path, model_cache: Pat
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
     for t in threads:
         t.start()
+
+    def acknowledged_after(count: int, deadline: float) -> None:
+        # the machine's speed varies: wait for writes to be under way, not a fixed time
+        while time.monotonic() < deadline:
+            with lock:
+                if len(acknowledged) >= count:
+                    return
+            time.sleep(0.05)
+
     try:
         for _ in range(KILLS):
-            time.sleep(1.5)  # writes under way
+            time.sleep(0.5)
+            acknowledged_after(len(acknowledged) + PER_KILL, time.monotonic() + 30)
             os.kill(server.pid, signal.SIGKILL)
             server.wait()
             server = _start(env, port, log)
-        time.sleep(1.0)
+        acknowledged_after(ENOUGH, time.monotonic() + 60)  # and after the last restart
     finally:
         stop.set()
         for t in threads:
@@ -101,7 +115,7 @@ def test_sigkilled_server_with_retrying_clients(tmp_path: Path, model_cache: Pat
     carried_out = [m for m, why in refused if "was carried out" in why]
     other = [(m, why) for m, why in refused if "was carried out" not in why]
 
-    assert len(acknowledged) > 200, "too few writes to mean anything"
+    assert len(acknowledged) >= ENOUGH, "too few writes to mean anything"
     assert other == [], other[:5]  # every failure was retried until it succeeded
     assert [m for m in acknowledged if stored[m] != 1] == []  # none lost, none twice
     assert [m for m in carried_out if stored[m] != 1] == []  # refused as done: stored once
