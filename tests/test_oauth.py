@@ -37,11 +37,9 @@ from pydantic import AnyUrl
 from engram import LOCAL, Engram
 from engram.accounts import AuditQuery, Scope
 from engram.actors import LOCAL_USER
-from engram.errors import Saturated
 from engram.oauth.registration import MAX_REGISTRATION_BYTES, PER_ADDRESS
 from engram.servers import http_app
 from engram.service.oauth import UNCLAIMED_CLIENTS
-from engram.service.sign_ins import MAX_FAILURES
 from engram.store import Store
 from tests.conftest import FakeClock
 from tests.live_server import serve
@@ -422,26 +420,6 @@ def test_csrf_wrong_password_and_deny_give_no_code(raw: RawClient) -> None:
     denied = callback_params(sign_in(raw.http, raw.authorize_url(challenge), action="deny"))
     assert denied["error"] == "access_denied" and denied["state"] == "st-1"
     assert raw.server.engram.store.oauth.list_grants() == grants_before == []
-
-
-def test_failed_sign_ins_count_on_the_consent_page_and_the_dashboard_together(
-    raw: RawClient,
-) -> None:
-    """One budget of guesses per name and address for every page that checks a password: the
-    consent page's failures lock the dashboard's sign-in, and the other way round."""
-    sign_ins = raw.server.engram.sign_ins
-    for _ in range(MAX_FAILURES - 1):
-        _, challenge = pkce()
-        failed = sign_in(raw.http, raw.authorize_url(challenge), password="wrong password")
-        assert failed.status_code == 401
-    sign_ins.failed("alice", "127.0.0.1")  # as the dashboard's login form counts one
-    _, challenge = pkce()
-    locked = sign_in(raw.http, raw.authorize_url(challenge))  # the right password
-    assert locked.status_code == 429 and "too many failed sign-ins" in locked.text
-    assert "location" not in locked.headers
-    with pytest.raises(Saturated):
-        sign_ins.verify("alice", PASSWORD, "127.0.0.1")  # the dashboard's check
-    assert raw.server.engram.store.oauth.list_grants() == []
 
 
 def test_authorize_refuses_plain_pkce_an_unregistered_redirect_and_another_resource(
