@@ -6,6 +6,7 @@ written into AGENTS.md/CLAUDE.md by ``engram profile apply`` with a backup."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from engram import LOCAL, Engram
 from engram.actors import Actor
+from engram.api.routers.profile import HABIT_PATTERN
 from engram.capture.habits import habit_of
 from engram.cli import main
 from engram.errors import Conflict, InvalidInput, NotFound
@@ -160,3 +162,12 @@ def test_profile_apply_writes_a_delimited_block_with_a_backup(
     assert new.count(BLOCK_START) == 1 and "poetry" in new and "over pip" not in new
     backups = sorted(repo.glob("CLAUDE.md.engram-backup-*"))
     assert len(backups) == 2 and "# Rules\n\nUse tabs.\n" in [b.read_text() for b in backups]
+
+
+@pytest.mark.parametrize("text", ["\v", " \x1c\x85 ", "...", " !; ", "\u3000,"])
+def test_what_the_service_refuses_as_empty_the_schema_refuses(engram: Engram, text: str) -> None:
+    """The OpenAPI pattern and the service agree (a schema fuzzer found "\\v" let through)."""
+    with pytest.raises(InvalidInput, match=r"empty|no words"):
+        engram.profile.add(text, LOCAL)
+    assert re.search(HABIT_PATTERN, text) is None
+    assert re.search(HABIT_PATTERN, "Always use uv")

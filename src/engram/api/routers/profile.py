@@ -14,11 +14,17 @@ from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.capture.habits import MAX_HABIT_CHARS
-from engram.limits import InputModel
+from engram.limits import SPACE_CLASS, InputModel
 from engram.service.profile import Habit, ProfileStatus
 
 router = APIRouter(tags=["profile"])
-HabitText = Annotated[str, Field(min_length=1, max_length=MAX_HABIT_CHARS)]
+HABIT_PATTERN = rf"[^{SPACE_CLASS}\u001c-\u001f\u0085.!;:,]"
+"""A habit holds one character that is neither space (Python's or JSON Schema's) nor the end
+punctuation its wording drops: what the service refuses as empty, the schema refuses too."""
+HabitText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_HABIT_CHARS, json_schema_extra={"pattern": HABIT_PATTERN}),
+]
 
 
 class HabitIn(InputModel):
