@@ -284,7 +284,12 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     engram.start_indexer()
     assert engram.indexer is not None
     engram.indexer.notify()
-    while engram.store.pending_embeddings(engram.indexer.model_id, limit=1):
+    # nothing is written meanwhile and the indexer walks in order: each check reads on from
+    # the first memory still pending at the last (from the start, each would re-read every
+    # memory embedded so far, which at 1M takes a core from the indexer)
+    after = 0
+    while waiting := engram.store.pending_embeddings(engram.indexer.model_id, limit=1, after=after):
+        after = waiting[0].position - 1
         time.sleep(0.05)
     indexed = time.perf_counter() - t
     engram.indexer.stop()

@@ -305,23 +305,44 @@ class StaticEmbedder:
     def dimensions(self) -> int:
         return self._dimensions
 
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        with self._lock:
+            # without offsets (``encode_batch_fast``, tokenizers >= 0.21): 2-3x faster
+            encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
+            encodings = encode(list(texts), add_special_tokens=False)
+        return [enc.ids for enc in encodings]
+
     def token_rows(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
         """Row indices of the embedding matrix for each text (unknown/special tokens dropped)."""
-        with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         rows: list[npt.NDArray[np.int64]] = []
-        for enc in encodings:
-            r = self._row_of[np.asarray(enc.ids, dtype=np.int64)]
+        for ids in self._token_ids(texts):
+            r = self._row_of[np.asarray(ids, dtype=np.int64)]
             rows.append(r[r >= 0])
         return rows
 
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
+        """Each text's mean row, L2-normalised, for the whole batch at once: the texts' rows
+        are added position by position (the texts still that long, longest first), so each
+        text's sum is built in its tokens' order as a text's own ``mean(axis=0)`` builds it:
+        the same float32 result bit for bit, with a few numpy calls per token position
+        instead of several per text."""
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
         if not texts:
             return out
-        for i, rows in enumerate(self.token_rows(texts)):
-            if rows.size:
-                out[i] = self._vectors[rows].astype(np.float32).mean(axis=0)
+        rows = self.token_rows(texts)
+        counts = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        if counts.any():
+            order = np.argsort(-counts, kind="stable")
+            flat = np.concatenate([rows[i] for i in order])
+            starts = np.cumsum(counts[order]) - counts[order]
+            # texts longer than p are a prefix of the order: their sums, in that order
+            longer = np.searchsorted(-counts[order], -np.arange(int(counts.max())), side="left")
+            sums = np.zeros_like(out)
+            for p, k in enumerate(longer):
+                sums[:k] += self._vectors[flat[starts[:k] + p]]  # widened to float32
+            out[order] = sums
+            some = counts > 0
+            out[some] /= counts[some, None].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out

@@ -19,7 +19,7 @@ import numpy as np
 from engram.accounts import AuditEntry
 from engram.errors import StorageError
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS
+from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.protocol import (
     Change,
@@ -491,11 +491,12 @@ class SQLiteStore:
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
     ) -> list[PendingEmbedding]:
-        cols = ", ".join("m." + c.strip() for c in MEMORY_COLUMNS.split(","))
+        # the columns of the searchable text, not whole memories (a bulk load reads them all)
         rows = (
             self.db.reader()
             .execute(
-                f"SELECT {cols}, m.content_hash, m.seq FROM memories m "
+                "SELECT m.id, m.layer, m.content, m.details, m.content_hash, m.seq "
+                "FROM memories m "
                 "LEFT JOIN memory_vectors v ON v.memory_seq = m.seq AND v.model_id = ? "
                 "WHERE m.seq > ? AND m.status != 'deleted' "
                 "AND (v.memory_seq IS NULL OR v.content_hash != m.content_hash) "
@@ -504,9 +505,7 @@ class SQLiteStore:
             )
             .fetchall()
         )
-        return [
-            PendingEmbedding(r[0], memory_from_row(r).search_text(), r[-2], r[-1]) for r in rows
-        ]
+        return [PendingEmbedding(r[0], row_search_text(r[1], r[2], r[3]), r[4], r[5]) for r in rows]
 
     def put_embeddings(self, model_id: str, updates: Sequence[EmbeddingUpdate]) -> None:
         if not updates:
@@ -516,15 +515,17 @@ class SQLiteStore:
                 "UPDATE store_meta SET value = value + ? WHERE key = 'vector_rev' RETURNING value",
                 (len(updates),),
             ).fetchone()[0] - len(updates)
-            for u in updates:
-                rev += 1
-                vec = np.ascontiguousarray(u.vector, dtype=np.float32)
-                conn.execute(
-                    "INSERT OR REPLACE INTO memory_vectors "
-                    "(memory_seq, model_id, environment_id, content_hash, dim, vector, rev) "
-                    "SELECT seq, ?, environment_id, ?, ?, ?, ? FROM memories WHERE id = ?",
-                    (model_id, u.content_hash, vec.shape[0], vec.tobytes(), rev, u.memory_id),
-                )
+            # one prepared statement for the batch (was one execute per vector)
+            conn.executemany(
+                "INSERT OR REPLACE INTO memory_vectors "
+                "(memory_seq, model_id, environment_id, content_hash, dim, vector, rev) "
+                "SELECT seq, ?, environment_id, ?, ?, ?, ? FROM memories WHERE id = ?",
+                [
+                    (model_id, u.content_hash, vec.shape[0], vec.tobytes(), rev + i, u.memory_id)
+                    for i, u in enumerate(updates, start=1)
+                    for vec in (np.ascontiguousarray(u.vector, dtype=np.float32),)
+                ],
+            )
 
     def prune_embeddings(self, keep_model_id: str) -> int:
         with self.db.tx() as conn:
