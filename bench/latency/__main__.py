@@ -22,6 +22,7 @@ import random
 import resource
 import sqlite3
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -119,6 +120,10 @@ def recall_at_10(engram: Engram, model_id: str, env_id: str, queries: list[str])
         }
         found += len(got & set(best_seq[i].tolist()))
     return found / (10 * len(queries))
+
+
+def progress(line: str) -> None:
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {line}", file=sys.stderr, flush=True)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -272,6 +277,8 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
     t = time.perf_counter()
     for b in range(one, size - tail, 1000):
         engram.memories.add_many([new(i) for i in range(b, min(size - tail, b + 1000))], LOCAL, env)
+        if b % 100_000 == 0 and b:  # a long run says where it is (on stderr)
+            progress(f"{b:,} ingested at {(b - one) / (time.perf_counter() - t):,.0f}/s")
     batch_rate = (size - tail - one) / max(time.perf_counter() - t, 1e-9)
     t = time.perf_counter()
     for i in range(size - tail, size):
@@ -292,10 +299,12 @@ def run(size: int, n_queries: int, database_url: str | None, cache: Path, tmp: P
         after = waiting[0].position - 1
         time.sleep(0.05)
     indexed = time.perf_counter() - t
+    progress(f"all embedded after {indexed:.1f} s")
     engram.indexer.stop()
     engram.search.search("warm up", LOCAL, environment=env)  # loads the vectors
     lag = time.perf_counter() - t
     rss_indexed = rss_now_mb()
+    progress(f"searchable after {lag:.1f} s; timing searches")
     # PostgreSQL builds the HNSW index a bulk load deferred (exact scans meanwhile): searches
     # are timed once it is built
     index_ready = getattr(store, "vector_indexes_ready", None)
