@@ -139,3 +139,25 @@ def test_missing_source_package_is_explained(
 def test_loading_a_non_model_dir_fails(tmp_path: Path) -> None:
     with pytest.raises(StaticModelError):
         StaticEmbedder(tmp_path)
+
+
+def test_a_batch_embeds_each_text_as_it_would_alone(embedder: StaticEmbedder) -> None:
+    """The batch is pooled position by position: each text's vector is still the float32 mean
+    of its own tokens' rows in their order, the same bit for bit whatever else is in the
+    batch (texts of every length, empty and all-unknown ones among them)."""
+    rng = np.random.default_rng(7)
+    words = "deploy staging Berlin the a of zzqxv résumé 東京 naïve configuration".split()
+    texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(0, 60, size=300)]
+    texts += ["", "[UNK]", "word " * 700, "x"]
+    order = rng.permutation(len(texts))
+    texts = [texts[i] for i in order]
+    batch = embedder.embed_batch(texts)
+    means = np.zeros((len(texts), 384), dtype=np.float32)
+    for i, rows in enumerate(embedder.token_rows(texts)):
+        if rows.size:
+            means[i] = embedder._vectors[rows].astype(np.float32).mean(axis=0)
+    norms = np.linalg.norm(means, axis=1, keepdims=True)  # normalised as the embedder does
+    np.divide(means, norms, out=means, where=norms > 0)
+    for text, vector, expected in zip(texts, batch, means, strict=True):
+        assert np.array_equal(vector, embedder.embed_batch([text])[0]), text
+        assert np.array_equal(vector, expected), text
