@@ -72,6 +72,13 @@ def put_one_by_one(store: SQLiteStore, model_id: str, updates: Sequence[Embeddin
             )
 
 
+def each(
+    parts: Sequence[Sequence[EmbeddingUpdate]], put: Callable[[Sequence[EmbeddingUpdate]], None]
+) -> None:
+    for part in parts:
+        put(part)
+
+
 def batches(items: Sequence[str], size: int) -> list[Sequence[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
@@ -149,7 +156,7 @@ def main() -> None:
             rate(
                 "vector upserts, one by one (before)",
                 n,
-                lambda: [put_one_by_one(inner, model, p) for p in parts],
+                lambda: each(parts, lambda p: put_one_by_one(inner, model, p)),
                 rounds,
             )
         )
@@ -157,7 +164,7 @@ def main() -> None:
             rate(
                 "  executemany (now)",
                 n,
-                lambda: [store.put_embeddings(model, p) for p in parts],
+                lambda: each(parts, lambda p: store.put_embeddings(model, p)),
                 rounds,
             )
         )
