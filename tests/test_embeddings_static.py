@@ -146,7 +146,19 @@ def test_a_batch_embeds_each_text_as_it_would_alone(embedder: StaticEmbedder) ->
     of its own tokens' rows in their order, the same bit for bit whatever else is in the
     batch (texts of every length, empty and all-unknown ones among them)."""
     rng = np.random.default_rng(7)
-    words = "deploy staging Berlin the a of zzqxv résumé 東京 naïve configuration".split()
+    words = [
+        "deploy",
+        "staging",
+        "Berlin",
+        "the",
+        "a",
+        "of",
+        "zzqxv",
+        "résumé",
+        "東京",
+        "naïve",
+        "configuration",
+    ]
     texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(0, 60, size=300)]
     texts += ["", "[UNK]", "word " * 700, "x"]
     order = rng.permutation(len(texts))
