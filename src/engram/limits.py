@@ -173,7 +173,7 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:$|[Tt ]\d{2}:\d{2})")
 
 
 def _timestamp(value: Any) -> Any:
@@ -193,7 +193,8 @@ Metadata = Annotated[
 ]
 """A caller's metadata object, bounded."""
 Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
-"""A date-time given as a datetime or an ISO 8601 string: never a number."""
+"""A date-time given as a datetime or an ISO 8601 string (a date alone is its midnight): never a
+number."""
 
 
 def _json_number(value: Any) -> Any:
