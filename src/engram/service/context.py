@@ -30,6 +30,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput
 from engram.extraction.turns import is_message, message_id_of, source_ids
+from engram.hashed import HashedMemo
 from engram.limits import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 from engram.models import MESSAGE_CATEGORY, Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
@@ -144,10 +145,8 @@ def _overheads() -> dict[TierName, int]:
     return {t: count_tokens(f"<{_TAGS[t]}>\n</{_TAGS[t]}>\n") for t in TIERS}
 
 
-@lru_cache(maxsize=50_000)
-def line_tokens(line: str) -> int:
-    """The tokens of one rendered line (lines recur across queries: counted once)."""
-    return count_tokens(line)
+line_tokens = HashedMemo(count_tokens, maxsize=50_000)
+"""The tokens of one rendered line (lines recur across queries: counted once)."""
 
 
 @lru_cache(maxsize=1)
