@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,8 +34,7 @@ from engram.text import content_words
 from engram.trusted import construct
 
 
-@dataclass(frozen=True, slots=True)
-class Ranked:
+class Ranked(NamedTuple):
     """A candidate scored from its rank fields, before its memory is read."""
 
     memory_id: str
@@ -187,32 +186,32 @@ class SearchService:
     def materialize(self, ranked: Sequence[Ranked]) -> list[ScoredMemory]:
         """The memories of ``ranked`` (those that still exist), with their breakdowns."""
         memories = {m.id: m for m in self._store.get([r.memory_id for r in ranked])}
+        return [self.scored(r, memories[r.memory_id]) for r in ranked if r.memory_id in memories]
+
+    def scored(self, r: Ranked, memory: Memory) -> ScoredMemory:
+        """``memory`` (read back for ``r``) with its score and breakdown."""
         # every field computed here or read back from the store: no re-validation
-        return [
-            construct(
-                ScoredMemory,
-                {
-                    "memory": memories[r.memory_id],
-                    "score": r.score,
-                    "breakdown": breakdown(
-                        r.values,
-                        r.weights,
-                        found_by=self._streams(r.fused),
-                        keyword_score=r.fused.keyword_score,
-                        keyword_norm=r.fused.keyword_norm,
-                        semantic_similarity=r.fused.similarity,
-                        semantic_norm=r.fused.similarity_norm,
-                        stream_relevance=r.fused.relevance,
-                        author_named=r.adjusted.author_named,
-                        thread_support=r.adjusted.thread_support,
-                        time_matched=r.adjusted.time_matched,
-                    ),
-                    "sources": source_ids(memories[r.memory_id]),
-                },
-            )
-            for r in ranked
-            if r.memory_id in memories
-        ]
+        return construct(
+            ScoredMemory,
+            {
+                "memory": memory,
+                "score": r.score,
+                "breakdown": breakdown(
+                    r.values,
+                    r.weights,
+                    found_by=self._streams(r.fused),
+                    keyword_score=r.fused.keyword_score,
+                    keyword_norm=r.fused.keyword_norm,
+                    semantic_similarity=r.fused.similarity,
+                    semantic_norm=r.fused.similarity_norm,
+                    stream_relevance=r.fused.relevance,
+                    author_named=r.adjusted.author_named,
+                    thread_support=r.adjusted.thread_support,
+                    time_matched=r.adjusted.time_matched,
+                ),
+                "sources": source_ids(memory),
+            },
+        )
 
     def keyword_by_layer(self, query: str, flt: MemoryFilter, limit: int) -> dict[Layer, list[Hit]]:
         """One keyword search over all layers of ``flt``, its hits split by layer."""

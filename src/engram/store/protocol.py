@@ -62,8 +62,7 @@ class Change:
     version: MemoryVersion
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """A candidate from one search stream: the memory id and that stream's raw score
     (BM25 for keyword, higher is better; cosine similarity for semantic). A keyword hit also
     says what matched, as the keyword index itself stems words: the query's content words
@@ -78,8 +77,7 @@ class Hit:
     layer: Layer | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RankFields:
+class RankFields(NamedTuple):
     """The few columns ranking needs, read cheaply for many candidates at once."""
 
     memory_id: str

@@ -94,6 +94,15 @@ def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArr
     return np.asarray(numkong.cdist(query, codes, metric="dot")).reshape(-1)
 
 
+def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+    """``_dots`` over a whole block, with the query packed once per scan: numkong's packed
+    matrix product is about twice as fast as ``cdist`` over 16k rows of 128 codes, and its
+    integers are the same."""
+    if codes.shape[0] == 0:
+        return np.zeros(0)
+    return np.asarray(numkong.dots_packed(codes, query), dtype=np.float64).reshape(-1)
+
+
 class _Matrix:
     """The vectors of one model: 8-bit codes in blocks, and beside each row its memory's seq,
     environment, layer and status."""
@@ -203,11 +212,13 @@ class _Matrix:
             yield b, min(BLOCK, self.n - start)
 
     def scan_full(self, query: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-        parts = [_dots(query, self.blocks[b][:k]) for b, k in self._block_spans()]
+        packed = numkong.dots_pack(query)
+        parts = [_scan(packed, self.blocks[b][:k]) for b, k in self._block_spans()]
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def scan_low(self, query: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-        parts = [_dots(query, self.low[b][:k]) for b, k in self._block_spans()]
+        packed = numkong.dots_pack(query)
+        parts = [_scan(packed, self.low[b][:k]) for b, k in self._block_spans()]
         return np.concatenate(parts) if parts else np.zeros(0)
 
     # -- the projection ------------------------------------------------------------------
