@@ -49,6 +49,8 @@ from engram.store.protocol import (
     RankFields,
     Store,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.store.providers import ProviderRecord, ProviderStore
 from engram.store.reviews import ReviewStore
@@ -276,6 +278,11 @@ class ScrubbingStore(_Audited):
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         return self.inner.vector_scores(vector, model_id, memory_ids)
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        return self.inner.vector_search_many(vector, model_id, queries)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0

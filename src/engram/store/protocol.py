@@ -79,6 +79,25 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class VectorQuery:
+    """One search of :meth:`Store.vector_search_many`: the nearest ``limit`` memories passing
+    ``flt`` (as :meth:`Store.vector_search`), and the similarity of each of ``also`` that has
+    a vector and is not among those hits (as :meth:`Store.vector_scores`): the keyword hits
+    the semantic stream did not find."""
+
+    flt: MemoryFilter
+    limit: int
+    also: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class VectorAnswer:
+    hits: list[Hit]
+    scores: dict[str, float]
+    """The similarity of each of the query's ``also`` with a vector, not among ``hits``."""
+
+
+@dataclass(frozen=True, slots=True)
 class RankFields:
     """The few columns ranking needs, read cheaply for many candidates at once."""
 
@@ -317,6 +336,14 @@ class Store(Protocol):
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each listed memory that has a ``model_id`` vector."""
+        ...
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        """Each query answered for one query vector, in order, exactly as ``vector_search``
+        and then ``vector_scores`` of its ``also`` would answer it (PostgreSQL: one round trip
+        and one HNSW scan for the queries of one size, the layers of an assembly)."""
         ...
 
     def pending_embeddings(

@@ -21,7 +21,7 @@ from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
-from engram.store.postgres import hnsw, keywords, vectors
+from engram.store.postgres import hnsw, keywords, nearest, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -62,6 +62,8 @@ from engram.store.protocol import (
     PendingEmbedding,
     RankFields,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.text import content_words
 
@@ -361,53 +363,34 @@ class PostgresStore:
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
-        dim = int(vector.shape[0])
-        literal = vectors.Embedding(vector)
-        cond, params = where(flt)
-        # the HNSW index yields the nearest ``pool`` vectors of the model (a materialised
-        # scan, so the planner cannot trade it for a join over every memory); the filter then
-        # applies to each by primary key. A filter that passes fewer than ``pool`` memories (an
-        # empty layer, a small environment) is answered by an exact scan of those memories
-        # instead, whose cost is what the filtered set holds; one that passes none costs only
-        # the count. One round trip: the count of memories passing the filter (up to ``pool``)
-        # is a one-time filter of each branch, so only one of them runs.
-        pool = min(1000, max(2 * limit, 100))
-        model_cond, dist = vectors.distance(model_id, dim)
-        _, exact_dist = vectors.distance(model_id, dim, exact=True)
-        query = sql.SQL(
-            "WITH passing AS MATERIALIZED (SELECT count(*) AS n FROM "
-            "(SELECT 1 FROM memories m WHERE " + cond + " LIMIT %s) s), "
-            "nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
-            "WHERE {model_cond} AND (SELECT n FROM passing) >= %s ORDER BY {dist} LIMIT %s) "
-            # a row for the count even when no branch finds anything
-            "SELECT p.n, h.id, h.d, h.seq FROM passing p LEFT JOIN LATERAL (("
-            "SELECT m.id, nn.d, m.seq FROM nn CROSS JOIN LATERAL "
-            "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
-            # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
-            "OFFSET 0) m ORDER BY nn.d, m.seq LIMIT %s"
-            ") UNION ALL ("
-            "SELECT m.id, {exact_dist}, m.seq FROM memory_vectors v "
-            "JOIN memories m ON m.id = v.memory_id WHERE (SELECT n FROM passing) "
-            "BETWEEN 1 AND %s AND {model_cond} AND " + cond + " "
-            "ORDER BY {exact_dist}, m.seq LIMIT %s)) h ON true"
-        ).format(dist=dist, model_cond=model_cond, exact_dist=exact_dist)
+        return self.vector_search_many(vector, model_id, [VectorQuery(flt, limit)])[0].hits
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        # one statement per pool (see :mod:`.nearest`): an assembly's layers share one
+        by_pool: dict[int, list[int]] = {}
+        for at, q in enumerate(queries):
+            by_pool.setdefault(nearest.pool_of(q.limit), []).append(at)
+        answers: dict[int, VectorAnswer] = {}
         with self.db.reader() as conn:
-            self._ef_search(conn, pool)
-            nearest = [*params, pool, literal, pool, literal, pool, *params, limit]
-            exact = [literal, pool - 1, *params, literal, limit]
-            rows = conn.execute(query, [*nearest, *exact]).fetchall()
-            passing = int(rows[0][0])
-            found = sorted((r[2], r[3], r[1]) for r in rows if r[1] is not None)
-            if passing >= pool and len(found) < limit:
-                # the filter left too few of the nearest: scan what it passes exactly
-                query = sql.SQL(
-                    "SELECT 1 - {dist}, m.seq, m.id FROM memory_vectors v "
-                    "JOIN memories m ON m.id = v.memory_id "
-                    "WHERE {model_cond} AND " + cond + " ORDER BY {dist}, m.seq LIMIT %s"
-                ).format(dist=exact_dist, model_cond=model_cond)
-                rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
-                return [Hit(r[2], float(r[0])) for r in rows]
-        return [Hit(i, 1 - float(d)) for d, _, i in found]
+            for pool, ats in by_pool.items():
+                group = [queries[at] for at in ats]
+                self._ef_search(conn, pool)
+                query, params = nearest.statement(vector, model_id, group, pool)
+                results = nearest.found(conn.execute(query, params).fetchall(), group)
+                for at, q, f in zip(ats, group, results, strict=True):
+                    if f.passing >= pool and len(f.nearest) < q.limit:
+                        # the filter left too few of the nearest: scan what it passes exactly
+                        query, params = nearest.exact(vector, model_id, q)
+                        rows = conn.execute(query, params).fetchall()
+                        hits = [Hit(r[2], float(r[0])) for r in rows]
+                    else:
+                        hits = nearest.hits(f)
+                    found = {h.memory_id for h in hits}
+                    scores = {i: s for i, s in f.scores.items() if i not in found}
+                    answers[at] = VectorAnswer(hits, scores)
+        return [answers[at] for at in range(len(queries))]
 
     def _ef_search(self, conn: Connection, ef: int) -> None:
         """``hnsw.ef_search`` for this pooled connection's session, set only when it changes

@@ -30,6 +30,8 @@ from engram.store.protocol import (
     PendingEmbedding,
     RankFields,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
@@ -487,6 +489,19 @@ class SQLiteStore:
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         return self._vectors.scores_for(self.db.reader(), model_id, vector, memory_ids)
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        # in process: nothing to gain from one statement, each query as asked
+        out = []
+        for q in queries:
+            hits = self.vector_search(vector, model_id, q.flt, limit=q.limit)
+            found = {h.memory_id for h in hits}
+            missing = [i for i in dict.fromkeys(q.also) if i not in found]
+            scores = self.vector_scores(vector, model_id, missing) if missing else {}
+            out.append(VectorAnswer(hits, scores))
+        return out
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
