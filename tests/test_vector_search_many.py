@@ -9,7 +9,7 @@ import numpy as np
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
 from engram.store import EmbeddingUpdate, Store
-from engram.store.protocol import VectorAnswer, VectorQuery
+from engram.store.protocol import KeywordQuery, VectorAnswer, VectorQuery
 from tests.conftest import FakeClock
 
 MODEL = "m16"
@@ -79,3 +79,31 @@ def test_each_query_is_answered_as_alone(store: Store, executed: list[str]) -> N
             # pools 100, 120 and 160: three statements, and the rescan of the rare filter
             assert len(executed) == 4
     assert store.vector_search_many(q, MODEL, []) == []
+
+
+def test_both_streams_are_answered_as_one_by_one(store: Store) -> None:
+    engram = Engram(store, clock=FakeClock())
+    env = engram.environments.create("both", LOCAL)
+    words = ["billing", "deploy", "lisbon", "rollback"]
+    news = [NewMemory(content=f"note {i} about {words[i % 4]} and more") for i in range(200)]
+    _fill(store, engram, "both", news, 4)
+    engram.memories.add(NewMemory(content="billing without a vector"), LOCAL, "both")
+    flt = MemoryFilter(environment_ids=[env.id])
+    rng = np.random.default_rng(6)
+    for text in ("billing rollback", "lisbon", "nothing matches zzz"):
+        q = rng.standard_normal(16).astype(np.float32)
+        q /= np.linalg.norm(q)
+        queries = [
+            VectorQuery(flt, 10),
+            VectorQuery(MemoryFilter(environment_ids=[env.id], layers=[Layer.EPISODE]), 10),
+        ]
+        got = store.search_streams(KeywordQuery(text, flt, 60), q, MODEL, queries)
+        assert got.keyword == store.keyword_search(text, flt, limit=60)
+        assert got.nearest == [store.vector_search(q, MODEL, vq.flt, limit=10) for vq in queries]
+        # the episodes' list is empty, so it lacks every keyword hit: each one's similarity
+        # (those with a vector)
+        expected = store.vector_scores(q, MODEL, [h.memory_id for h in got.keyword])
+        assert len(expected) == len(got.keyword) - ("billing" in text)
+        assert {i: got.similarity[i] for i in expected} == expected
+        assert set(got.similarity) <= set(expected)
+    assert got.keyword == [] and got.similarity == {}

@@ -44,10 +44,12 @@ from engram.store.protocol import (
     Erasure,
     Exporter,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
     Store,
+    Streams,
     Vector,
     VectorAnswer,
     VectorQuery,
@@ -283,6 +285,11 @@ class ScrubbingStore(_Audited):
         self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
     ) -> list[VectorAnswer]:
         return self.inner.vector_search_many(vector, model_id, queries)
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        return self.inner.search_streams(keyword, vector, model_id, queries)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0

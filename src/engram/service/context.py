@@ -36,7 +36,6 @@ from engram.retrieval.models import (
 from engram.service.environments import EnvironmentService
 from engram.service.search import Ranked, Scoring, SearchService
 from engram.store import Store
-from engram.store.protocol import Hit
 from engram.tokens import count_tokens
 from engram.trusted import construct
 
@@ -453,11 +452,8 @@ class ContextService:
             ranked.sort(key=lambda r: (-r.score, r.memory.id))
             order = [(r.memory.id, tier_of(r.memory)) for r in ranked]
             return _Pool(order, lambda ids: [], ranked)
-        keyword: dict[Layer, list[Hit]] | None = None
-        if mode is not SearchMode.SEMANTIC:
-            # one keyword query for all layers; the vector scan is shared the same way
-            everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
-            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
+        # one keyword query for all layers, each taking the hits of its own
+        everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
         limits = {
             layer: pool if cap is None else min(pool, max(cap * 3, 10))
             for layer, cap in wanted.items()
@@ -466,12 +462,13 @@ class ContextService:
             Scoring(
                 MemoryFilter(environment_ids=[env_id], layers=[layer]),
                 max(100, int(limit * STREAM_DEPTH)),
-                None if keyword is None else keyword[layer],
             )
             for layer, limit in limits.items()
         ]
         # the layers scored together: one vector search and one rank-field read for all
-        every = self._search.score_many(query, requests, mode=mode)
+        every = self._search.score_many(
+            query, requests, mode=mode, keyword=(everything, KEYWORD_POOL)
+        )
         scored: list[Ranked] = []
         for (layer, limit), found in zip(limits.items(), every, strict=True):
             scored += self._qualifying(found, layer)[:limit]

@@ -29,7 +29,7 @@ from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, to
 from engram.retrieval.when import named_times
 from engram.service.environments import EnvironmentService
 from engram.store import Store
-from engram.store.protocol import Hit, RankFields, Vector, VectorQuery
+from engram.store.protocol import Hit, KeywordQuery, RankFields, Vector, VectorQuery
 from engram.text import content_words
 from engram.trusted import construct
 
@@ -160,15 +160,22 @@ class SearchService:
         return self.score_many(query, [Scoring(flt, k, keyword)], mode=mode)[0]
 
     def score_many(
-        self, query: str, requests: Sequence[Scoring], *, mode: SearchMode
+        self,
+        query: str,
+        requests: Sequence[Scoring],
+        *,
+        mode: SearchMode,
+        keyword: tuple[MemoryFilter, int] | None = None,
     ) -> list[list[Ranked]]:
         """:meth:`score` for several filters of one query (an assembly's layers): the same
-        answers, with one vector search and one read of rank fields for all of them."""
+        answers, with one vector search and one read of rank fields for all of them.
+        ``keyword``: one keyword search (a filter and a limit) whose hits each request takes
+        by its filter's layers, instead of a search per request."""
         self._check(query, mode, 1)
         if not requests:
             return []
         floor = self.scoring.min_relevance
-        every = self._candidates_for(query, requests, mode)
+        every = self._candidates_for(query, requests, mode, keyword)
         every = [{i: f for i, f in fused.items() if f.relevance >= floor} for fused in every]
         wanted = list(dict.fromkeys(i for fused in every for i in fused))
         if not wanted:
@@ -240,46 +247,72 @@ class SearchService:
             if r.memory_id in memories
         ]
 
-    def keyword_by_layer(self, query: str, flt: MemoryFilter, limit: int) -> dict[Layer, list[Hit]]:
-        """One keyword search over all layers of ``flt``, its hits split by layer."""
-        out: dict[Layer, list[Hit]] = {layer: [] for layer in Layer}
-        for h in self._store.keyword_search(query, flt, limit=limit):
-            if h.layer is not None:
-                out[h.layer].append(h)
-        return out
-
     def _candidates_for(
-        self, query: str, requests: Sequence[Scoring], mode: SearchMode
+        self,
+        query: str,
+        requests: Sequence[Scoring],
+        mode: SearchMode,
+        shared: tuple[MemoryFilter, int] | None = None,
     ) -> list[dict[str, Fused]]:
         """Every candidate of either stream, fused, for each request."""
+        vector: Vector | None = None
+        if mode is not SearchMode.KEYWORD and self._embedder is not None:
+            vector = self._query_vector(self._embedder, query)
+            if not np.any(vector):
+                vector = None
         found: list[Sequence[Hit]] = [() for _ in requests]
-        if mode is not SearchMode.SEMANTIC:
+        similarity: list[dict[str, float]] = [{} for _ in requests]
+        hits: list[set[str]] = [set() for _ in requests]
+        # one keyword search that every request takes its hits from: both streams in one call
+        search = shared
+        if shared is None and len(requests) == 1 and requests[0].keyword is None:
+            search = (requests[0].flt, requests[0].k)
+        if mode is not SearchMode.SEMANTIC and vector is not None and search is not None:
+            assert self._embedder is not None
+            # both streams in one call (PostgreSQL: at once), the keyword hits' similarities
+            # with them
+            streams = self._store.search_streams(
+                KeywordQuery(query, *search),
+                vector,
+                self._embedder.model_id,
+                [VectorQuery(r.flt, r.k) for r in requests],
+            )
+            for at, r in enumerate(requests):
+                found[at] = _taken(r, streams.keyword, shared)
+                similarity[at] = {h.memory_id: h.score for h in streams.nearest[at]}
+                hits[at] = set(similarity[at])
+                for h in found[at]:
+                    if h.memory_id not in hits[at] and h.memory_id in streams.similarity:
+                        similarity[at][h.memory_id] = streams.similarity[h.memory_id]
+            vector = None  # found
+        elif mode is not SearchMode.SEMANTIC:
+            every = (
+                []
+                if shared is None
+                else self._store.keyword_search(query, shared[0], limit=shared[1])
+            )
             found = [
-                r.keyword
-                if r.keyword is not None
+                _taken(r, every, shared)
+                if shared is not None or r.keyword is not None
                 else self._store.keyword_search(query, r.flt, limit=r.k)
                 for r in requests
             ]
         keyword = [{h.memory_id: h.score for h in hits} for hits in found]
-        similarity: list[dict[str, float]] = [{} for _ in requests]
-        hits: list[set[str]] = [set() for _ in requests]
-        if mode is not SearchMode.KEYWORD and self._embedder is not None:
-            vector = self._query_vector(self._embedder, query)
-            if np.any(vector):
-                # the nearest of each filter, and the similarity of its keyword hits not among
-                # them, in one call
-                answers = self._store.vector_search_many(
-                    vector,
-                    self._embedder.model_id,
-                    [
-                        VectorQuery(r.flt, r.k, list(kw))
-                        for r, kw in zip(requests, keyword, strict=True)
-                    ],
-                )
-                for at, answer in enumerate(answers):
-                    similarity[at] = {h.memory_id: h.score for h in answer.hits}
-                    hits[at] = set(similarity[at])
-                    similarity[at].update(answer.scores)
+        if vector is not None and self._embedder is not None:
+            # the nearest of each filter, and the similarity of its keyword hits not among
+            # them, in one call
+            answers = self._store.vector_search_many(
+                vector,
+                self._embedder.model_id,
+                [
+                    VectorQuery(r.flt, r.k, list(kw))
+                    for r, kw in zip(requests, keyword, strict=True)
+                ],
+            )
+            for at, answer in enumerate(answers):
+                similarity[at] = {h.memory_id: h.score for h in answer.hits}
+                hits[at] = set(similarity[at])
+                similarity[at].update(answer.scores)
         if mode is SearchMode.SEMANTIC:
             low, high = self.scoring.similarity_range(self.model_id)
             return [
@@ -348,3 +381,11 @@ class SearchService:
             )
         ranked.sort(key=lambda s: (-s.score, s.memory.id))
         return ranked[:limit]
+
+
+def _taken(r: Scoring, every: Sequence[Hit], shared: tuple[MemoryFilter, int] | None) -> list[Hit]:
+    """The keyword hits of request ``r``: those of the search shared by the requests that fall
+    to it (by its filter's layers), else its own (given, or ``every``: its search's)."""
+    if shared is not None:
+        return [h for h in every if not r.flt.layers or h.layer in r.flt.layers]
+    return list(r.keyword if r.keyword is not None else every)

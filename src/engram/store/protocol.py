@@ -98,6 +98,27 @@ class VectorAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class KeywordQuery:
+    """A keyword search: ``query``'s words among the memories passing ``flt``, best ``limit``."""
+
+    query: str
+    flt: MemoryFilter
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Streams:
+    """What :meth:`Store.search_streams` found: both streams of a hybrid search."""
+
+    keyword: list[Hit]
+    similarity: dict[str, float]
+    """The similarity to the query vector of each keyword hit the nearest lists may lack (at
+    least those absent from one of them) that has a vector of the model."""
+    nearest: list[list[Hit]]
+    """Each vector query's hits (their ``also`` is ignored)."""
+
+
+@dataclass(frozen=True, slots=True)
 class RankFields:
     """The few columns ranking needs, read cheaply for many candidates at once."""
 
@@ -344,6 +365,14 @@ class Store(Protocol):
         """Each query answered for one query vector, in order, exactly as ``vector_search``
         and then ``vector_scores`` of its ``also`` would answer it (PostgreSQL: one round trip
         and one HNSW scan for the queries of one size, the layers of an assembly)."""
+        ...
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        """``keyword_search`` of ``keyword``, ``vector_search`` of each of ``queries`` and the
+        similarity of the keyword hits (PostgreSQL: the keyword statement
+        and the vector statement at once, on two connections, the similarities in the first)."""
         ...
 
     def pending_embeddings(

@@ -43,7 +43,6 @@ from engram.store.postgres.providers import PostgresProviderStore
 from engram.store.postgres.reviews import PostgresReviewStore
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
-    FILTER_COLUMNS,
     ROWS,
     WRITE_COLUMNS,
     environment_from_row,
@@ -58,9 +57,11 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
+    Streams,
     Vector,
     VectorAnswer,
     VectorQuery,
@@ -111,8 +112,10 @@ class PostgresStore:
         self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
         self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+        self._streams = ThreadPoolExecutor(4, thread_name_prefix="engram-pg-keyword")
 
     def close(self) -> None:
+        self._streams.shutdown()
         self._builder.close()
         self.db.close()
 
@@ -315,45 +318,31 @@ class PostgresStore:
 
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
+        return self._keyword(query, flt, limit, None)[0]
+
+    def _keyword(
+        self, query: str, flt: MemoryFilter, limit: int, near: tuple[Vector, str] | None
+    ) -> tuple[list[Hit], dict[str, float]]:
+        """The keyword hits, and with ``near`` (a query vector and its model) the similarity of
+        each hit with a vector of the model, read in the same statement."""
         terms = list(dict.fromkeys(content_words(query)))
         if not terms:
-            return []
+            return [], {}
         cond, params = where(flt)
         with self.db.reader() as conn:
             planned = keywords.plan(conn, terms, self._term_frequencies)
             if planned is None:
-                return []
-            # few matches in all: read them through the GIN index (OFFSET 0 keeps the planner
-            # from trading that for a scan of the filter's rows, its choice without statistics)
-            # the matches' columns the ranking and the filter read (not the whole rows)
-            cols = ", ".join(("tsv", "keyword_text", "keyword_context", "seq", *FILTER_COLUMNS))
-            source = (
-                f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
-                if planned.bounded
-                else f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery) m"
-            )
-            # own text and context lexemes of the hits kept (not of every row the sort sees);
-            # without context the own text is the whole keyword text, whose lexemes the stored
-            # tsvector holds already (no parsing)
-            rows = conn.execute(
-                "SELECT t.id, t.score, t.layer, CASE WHEN t.keyword_context = '' "
-                "THEN tsvector_to_array(t.tsv) ELSE tsvector_to_array(to_tsvector('english', "
-                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - 1))) "
-                "END, CASE WHEN t.keyword_context = '' THEN '{}'::text[] "
-                "ELSE tsvector_to_array(to_tsvector('english', t.keyword_context)) END FROM ("
-                "SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) AS score, m.layer, m.keyword_text, "
-                f"m.keyword_context, m.seq, m.tsv FROM {source} WHERE {cond} "
-                "ORDER BY 2 DESC, m.seq DESC LIMIT %s) t ORDER BY t.score DESC, t.seq DESC",
-                [planned.tsquery, planned.tsquery, *params, limit],
-            ).fetchall()
+                return [], {}
+            statement, first = keywords.search(planned, cond, near)
+            rows = conn.execute(statement, [*first, *params, limit]).fetchall()
             stems = self._lexemes(conn, terms)
         hits = []
         for r in rows:
-            own, near = set(r[3]), set(r[4])
+            own, near_words = set(r[3]), set(r[4])
             found = frozenset(w for w in terms if stems[w] & own)
-            context = frozenset(w for w in terms if stems[w] & near) - found
+            context = frozenset(w for w in terms if stems[w] & near_words) - found
             hits.append(Hit(r[0], float(r[1]), found, context, Layer(r[2])))
-        return hits
+        return hits, {r[0]: float(r[5]) for r in rows if r[5] is not None}
 
     def _lexemes(self, conn: Connection, words: list[str]) -> dict[str, set[str]]:
         """Each word's lexemes as the english configuration makes them (cached)."""
@@ -391,6 +380,20 @@ class PostgresStore:
                     scores = {i: s for i, s in f.scores.items() if i not in found}
                     answers[at] = VectorAnswer(hits, scores)
         return [answers[at] for at in range(len(queries))]
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        # two server processes at once: the keyword statement (with its hits' similarities)
+        # on a second connection while this one runs the vector statement
+        found = self._streams.submit(
+            self._keyword, keyword.query, keyword.flt, keyword.limit, (vector, model_id)
+        )
+        try:
+            nearest = self.vector_search_many(vector, model_id, queries)
+        finally:
+            hits, similarity = found.result()
+        return Streams(hits, similarity, [a.hits for a in nearest])
 
     def _ef_search(self, conn: Connection, ef: int) -> None:
         """``hnsw.ef_search`` for this pooled connection's session, set only when it changes

@@ -26,9 +26,11 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
+    Streams,
     Vector,
     VectorAnswer,
     VectorQuery,
@@ -502,6 +504,16 @@ class SQLiteStore:
             scores = self.vector_scores(vector, model_id, missing) if missing else {}
             out.append(VectorAnswer(hits, scores))
         return out
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
+        nearest = [self.vector_search(vector, model_id, q.flt, limit=q.limit) for q in queries]
+        found = [{h.memory_id for h in hits} for hits in nearest]
+        missing = [h.memory_id for h in hits if any(h.memory_id not in f for f in found)]
+        scores = self.vector_scores(vector, model_id, missing) if missing else {}
+        return Streams(hits, scores, nearest)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
