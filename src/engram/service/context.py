@@ -41,9 +41,8 @@ from engram.retrieval.models import (
     SearchMode,
 )
 from engram.service.environments import EnvironmentService
-from engram.service.search import Ranked, SearchService
+from engram.service.search import Ranked, Scoring, SearchService
 from engram.store import Store
-from engram.store.protocol import Hit
 from engram.tokens import count_tokens
 from engram.trusted import construct
 
@@ -463,19 +462,25 @@ class ContextService:
             order = [(r.memory.id, tier_of(r.memory)) for r in ranked]
             brief = {r.memory.id: r for r in ranked}
             return _Pool(order, lambda ids: [brief[i].memory for i in ids], lambda m: brief[m.id])
-        keyword: dict[Layer, list[Hit]] | None = None
-        if mode is not SearchMode.SEMANTIC:
-            # one keyword query for all layers; the vector scan is shared the same way
-            everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
-            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
-        scored: list[Ranked] = []
-        for layer, cap in wanted.items():
-            limit = pool if cap is None else min(pool, max(cap * 3, 10))
-            flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
-            k = max(100, int(limit * STREAM_DEPTH))
-            found = self._search.score(
-                query, flt, mode=mode, k=k, keyword=None if keyword is None else keyword[layer]
+        # one keyword query for all layers, each taking the hits of its own
+        everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
+        limits = {
+            layer: pool if cap is None else min(pool, max(cap * 3, 10))
+            for layer, cap in wanted.items()
+        }
+        requests = [
+            Scoring(
+                MemoryFilter(environment_ids=[env_id], layers=[layer]),
+                max(100, int(limit * STREAM_DEPTH)),
             )
+            for layer, limit in limits.items()
+        ]
+        # the layers scored together: one vector search and one rank-field read for all
+        every = self._search.score_many(
+            query, requests, mode=mode, keyword=(everything, KEYWORD_POOL)
+        )
+        scored: list[Ranked] = []
+        for (layer, limit), found in zip(limits.items(), every, strict=True):
             scored += self._qualifying(found, layer)[:limit]
         scored.sort(key=lambda r: (-r.score, r.memory_id))
         by_id = {r.memory_id: r for r in scored}

@@ -26,10 +26,14 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
+    Streams,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
@@ -487,6 +491,29 @@ class SQLiteStore:
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         return self._vectors.scores_for(self.db.reader(), model_id, vector, memory_ids)
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        # in process: nothing to gain from one statement, each query as asked
+        out = []
+        for q in queries:
+            hits = self.vector_search(vector, model_id, q.flt, limit=q.limit)
+            found = {h.memory_id for h in hits}
+            missing = [i for i in dict.fromkeys(q.also) if i not in found]
+            scores = self.vector_scores(vector, model_id, missing) if missing else {}
+            out.append(VectorAnswer(hits, scores))
+        return out
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
+        nearest = [self.vector_search(vector, model_id, q.flt, limit=q.limit) for q in queries]
+        found = [{h.memory_id for h in hits} for hits in nearest]
+        missing = [h.memory_id for h in hits if any(h.memory_id not in f for f in found)]
+        scores = self.vector_scores(vector, model_id, missing) if missing else {}
+        return Streams(hits, scores, nearest)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
