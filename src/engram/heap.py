@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+from collections.abc import Callable
 from functools import cache
 
 BULK_ROWS = 10_000
@@ -20,12 +21,13 @@ heap: a few milliseconds at a few hundred MB, not worth it after a small pass)."
 
 
 @cache
-def _trim() -> ctypes._CFuncPtr | None:
+def _trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim  # type: ignore[no-any-return]
+        trim: Callable[[int], int] = libc.malloc_trim
+        return trim
     except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
         return None
 

@@ -36,7 +36,6 @@ from engram.store import idempotency
 from engram.store.sqlite import migrations
 from engram.store.sqlite.checkpoint import BACKSTOP_FRAMES, Checkpointer
 
-
 WRITER_CACHE_KIB = 16 * 1024
 """The writer's page cache. It survives the writer's own commits, so it holds what writes
 touch again (the tables' and indexes' right edges, the keyword index's segments): at 100k

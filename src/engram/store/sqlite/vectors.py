@@ -61,6 +61,8 @@ PROJECT_FROM = 20_000
 """Rows from which the projected first stage is used (below, the full codes are as fast)."""
 PROJECTED_DIMS = 128
 FIT_SAMPLE = 20_000
+FIT_CHUNK = 2048
+"""Rows of the sample a fit holds as float64 at once."""
 BLOCK_BITS = 14
 BLOCK = 1 << BLOCK_BITS
 """Rows per block of codes: the matrix grows a block at a time, never by copying."""
@@ -232,16 +234,17 @@ class _Matrix:
         pick = np.arange(self.n)
         if self.n > FIT_SAMPLE:
             pick = np.sort(np.random.default_rng(self.n).choice(self.n, FIT_SAMPLE, replace=False))
-        # the sample is walked LOAD_CHUNK rows at a time (a whole float64 copy of 20,000 rows
+        # the sample is walked FIT_CHUNK rows at a time (a whole float64 copy of 20,000 rows
         # and its centred twin borrowed ~150 MB at once: the process's peak at 100k)
-        parts = [pick[lo : lo + LOAD_CHUNK] for lo in range(0, len(pick), LOAD_CHUNK)]
+        parts = [pick[lo : lo + FIT_CHUNK] for lo in range(0, len(pick), FIT_CHUNK)]
         total = np.zeros(self.dim, dtype=np.float64)
         for rows in parts:
             total += self._sampled(rows).sum(axis=0, dtype=np.float64)
         mean = total / len(pick)
         cov = np.zeros((self.dim, self.dim), dtype=np.float64)
         for rows in parts:
-            centred = self._sampled(rows).astype(np.float64) - mean
+            centred = self._sampled(rows).astype(np.float64)
+            centred -= mean
             cov += centred.T @ centred
         _, vectors = np.linalg.eigh(cov)  # ascending eigenvalues
         basis = np.ascontiguousarray(vectors[:, ::-1][:, :PROJECTED_DIMS], dtype=np.float32)
