@@ -185,9 +185,11 @@ def _by_claims(co: tuple[Claim, ...], cn: tuple[Claim, ...]) -> Finding | None:
     return None
 
 
+_ORDER = {Verdict.CLEAR: 3, Verdict.UNCLEAR: 2, Verdict.DISTINCT: 1, Verdict.NONE: 0}
+
+
 def _rank(f: Finding) -> tuple[int, int]:
-    order = {Verdict.CLEAR: 3, Verdict.UNCLEAR: 2, Verdict.DISTINCT: 1, Verdict.NONE: 0}
-    return order[f.verdict], int(f.strength)
+    return _ORDER[f.verdict], int(f.strength)
 
 
 @lru_cache(maxsize=65_536)
