@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from engram import Engram
@@ -88,3 +89,18 @@ def default_embedder(model_cache: Path) -> StaticEmbedder:
 def semantic_engram(store: Store, clock: FakeClock, default_embedder: StaticEmbedder) -> Engram:
     """An Engram with the default embedder: hybrid search and context assembly."""
     return Engram(store, clock=clock, embedder=default_embedder)
+
+
+@pytest.fixture
+def executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements sent from here on (but the per-session ef_search setting)."""
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self: psycopg.Cursor[object], query: object, *args: object, **kw: object) -> object:
+        if "hnsw.ef_search" not in str(query):  # set once per pooled session
+            statements.append(str(query))
+        return execute(self, query, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return statements

@@ -163,6 +163,20 @@ def test_list_and_integer_parameters_are_bounded(live: Live) -> None:
     assert after["schema"]["maximum"] == MAX_POSITION
 
 
+def test_date_filters_are_iso_timestamps_never_numbers(live: Live) -> None:
+    """A schema fuzzer found ``GET /audit?until=0.0`` accepted (read as the Unix epoch)."""
+    wire = Wire(live)
+    for bound in ("until", "since"):
+        refused(*wire.send("GET", f"/api/v1/audit?{bound}=0.0"), names="ISO 8601")
+    for bound in ("created_after", "created_before", "updated_after", "updated_before"):
+        refused(*wire.send("GET", f"/api/v1/facts?{bound}=1700000000"), names="ISO 8601")
+    status, entries = wire.send("GET", "/api/v1/audit?until=2999-01-01T00:00:00Z&limit=1")
+    assert status == 200 and len(entries) == 1
+    status, entries = wire.send("GET", "/api/v1/audit?until=2999-01-01&limit=1")  # a date alone
+    assert status == 200 and len(entries) == 1
+    assert wire.same_connection
+
+
 def test_undecodable_bodies_are_422(live: Live) -> None:
     wire = Wire(live)
     for body in (

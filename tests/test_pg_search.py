@@ -6,28 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import psycopg
 import pytest
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
 from engram.store import EmbeddingUpdate
 from engram.store.postgres import PostgresStore, keywords
 from tests.conftest import FakeClock
-
-
-@pytest.fixture
-def executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements sent from here on (but the per-session ef_search setting)."""
-    statements: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def counted(self: psycopg.Cursor[object], query: object, *args: object, **kw: object) -> object:
-        if "hnsw.ef_search" not in str(query):  # set once per pooled session
-            statements.append(str(query))
-        return execute(self, query, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
-    return statements
 
 
 @pytest.fixture

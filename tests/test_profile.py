@@ -18,6 +18,7 @@ from engram.api.routers.profile import HABIT_PATTERN
 from engram.capture.habits import habit_of
 from engram.cli import main
 from engram.errors import Conflict, InvalidInput, NotFound
+from engram.limits import NONBLANK_PATTERN
 from engram.service.profile import BLOCK_END, BLOCK_START
 from engram.tokens import count_tokens
 from tests.conftest import FakeClock
@@ -171,3 +172,11 @@ def test_what_the_service_refuses_as_empty_the_schema_refuses(engram: Engram, te
         engram.profile.add(text, LOCAL)
     assert re.search(HABIT_PATTERN, text) is None
     assert re.search(HABIT_PATTERN, "Always use uv")
+
+
+@pytest.mark.parametrize("text", ["\v", "\x1c", " \x85\u3000 ", "\ufeff"])
+def test_blank_by_either_measure_fails_the_nonblank_pattern(text: str) -> None:
+    """Handoff summaries and capture searches refuse blank text in the schema as the service does
+    (``str.strip``), by JSON Schema's whitespace and Python's."""
+    assert re.search(NONBLANK_PATTERN, text) is None
+    assert re.search(NONBLANK_PATTERN, text + "x")

@@ -47,6 +47,29 @@ def test_rest_answers_while_mcp_waits_for_its_build(store: Store) -> None:
         _rest_then_mcp(url, http, after)
 
 
+def test_mcp_is_built_when_first_asked_for_not_beside_the_first_searches(store: Store) -> None:
+    engram = Engram(store)
+    engram.environments.ensure_default(LOCAL)
+    after = threading.Event()
+    after.set()  # the model loaded: only the deferral holds the build back
+    served: list[object] = []
+
+    def app(port: int) -> object:
+        served.append(served_app(engram, ServerSettings(port=port, auth=False), after, 600))
+        return served[0]
+
+    with running(app) as url, httpx.Client(base_url=url, timeout=30) as http:  # type: ignore[arg-type]
+        assert http.post("/api/v1/search", json={"query": "Berlin"}).status_code == 200
+        time.sleep(1.0)
+        mounted = [getattr(r, "path", "") for r in served[0].app.routes]  # type: ignore[attr-defined]
+        assert "/mcp" not in mounted  # not built while nobody asked (600 s of deferral left)
+        started = time.monotonic()
+        answer = http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert answer.status_code == 200 and "serverInfo" in answer.text
+        assert time.monotonic() - started < 60  # built on the request, not after the deferral
+        assert "/mcp" in [getattr(r, "path", "") for r in served[0].app.routes]  # type: ignore[attr-defined]
+
+
 def _rest_then_mcp(url: str, http: httpx.Client, after: threading.Event) -> None:
     try:
         assert http.get("/healthz").status_code == 200

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engram.limits import Timestamp
+
 KEY_PREFIX = "egm_"
 """Every API token starts with this, so a leaked one is recognisable (and greppable)."""
 
@@ -109,8 +111,8 @@ class AuditQuery(BaseModel):
     action: str | None = Field(default=None, description="exact, or a prefix ending in '.'")
     environment_id: str | None = None
     target: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: Timestamp | None = None
+    until: Timestamp | None = None
     limit: int = Field(default=100, ge=1, le=1000)
     offset: int = Field(default=0, ge=0, le=1_000_000_000)
 

@@ -90,6 +90,9 @@ SPACE = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
 schema ``pattern`` and the server agree on what is blank."""
 SPACE_CLASS = "".join(f"\\u{ord(c):04x}" for c in SPACE)
 """:data:`SPACE` as the inside of a regex character class, the same in Python and JSON Schema."""
+NONBLANK_PATTERN = rf"[^{SPACE_CLASS}\u001c-\u001f\u0085]"
+"""A schema ``pattern`` for text with a character that is blank by neither measure, JSON
+Schema's ``\\s`` nor Python's ``str.isspace``: what passes it, ``str.strip()`` leaves non-empty."""
 
 
 def text_problem(value: Any) -> str | None:
@@ -170,7 +173,7 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:$|[Tt ]\d{2}:\d{2})")
 
 
 def _timestamp(value: Any) -> Any:
@@ -190,7 +193,8 @@ Metadata = Annotated[
 ]
 """A caller's metadata object, bounded."""
 Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
-"""A date-time given as a datetime or an ISO 8601 string: never a number."""
+"""A date-time given as a datetime or an ISO 8601 string (a date alone is its midnight): never a
+number."""
 
 
 def _json_number(value: Any) -> Any:

@@ -77,11 +77,22 @@ def _attach_remote(
     )
 
 
-def served_app(engram: Engram, settings: ServerSettings, after: threading.Event) -> ASGIApp:
+DEFER_REMOTE_S = 2.0
+"""Seconds after the model and the vector index are loaded before MCP and OAuth are built
+unless a request for them comes first: the first searches do not share the CPU with it."""
+
+
+def served_app(
+    engram: Engram,
+    settings: ServerSettings,
+    after: threading.Event,
+    defer: float = DEFER_REMOTE_S,
+) -> ASGIApp:
     """:func:`http_app` as a server runs it: the REST API and the dashboard answer as soon as
     they are built; MCP and OAuth (the MCP SDK is a third of the start-up) are built on a
     thread once the server is up and ``after`` is set (the embedding model and the vector index
-    loaded), so a first search does not wait for them. A request for them waits until they are
+    loaded), as soon as a request for them comes or ``defer`` seconds later, so that the first
+    searches do not share the CPU with their build. A request for them waits until they are
     mounted (see :class:`Remote`)."""
     import anyio.to_thread
 
@@ -95,6 +106,9 @@ def served_app(engram: Engram, settings: ServerSettings, after: threading.Event)
         while not after.wait(0.1):
             if remote.stopping.is_set():  # stopped before it was built
                 return None
+        remote.wanted.wait(defer)
+        if remote.stopping.is_set():
+            return None
         sessions = _attach_remote(app, engram, settings)
         # every route's handler now, rather than on the first request each router gets
         with suppress(NoMatchFound):
@@ -132,14 +146,16 @@ def served_app(engram: Engram, settings: ServerSettings, after: threading.Event)
 
 class Remote:
     """The served app, holding back what is still being built: a request for a path outside
-    :data:`AT_ONCE` waits until MCP and OAuth are mounted (about a second after start), or
-    gets 503 if they failed to build (the log says why)."""
+    :data:`AT_ONCE` waits until MCP and OAuth are mounted (built at once when one is asked
+    for, else :data:`DEFER_REMOTE_S` after the model loaded), or gets 503 if they failed to
+    build (the log says why)."""
 
     AT_ONCE = ("/api/", "/healthz", "/readyz", "/metrics", "/ui")
 
     def __init__(self, app: FastAPI) -> None:
         self.app = app
         self.stopping = threading.Event()  # the lifespan is ending
+        self.wanted = threading.Event()  # a request for what is still being built came
         self._built: asyncio.Event | None = None  # set once the lifespan starts building
         self._stop = asyncio.Event()
         self._failed = False
@@ -150,6 +166,7 @@ class Remote:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.wanted.set()  # the build stops waiting
         self._stop.set()
 
     async def stopped(self) -> None:
@@ -168,6 +185,7 @@ class Remote:
             and not str(scope.get("path", "")).startswith(self.AT_ONCE)
         ):
             if not built.is_set():
+                self.wanted.set()
                 await built.wait()
             if self._failed:
                 from engram.api.errors import error_response

@@ -43,6 +43,11 @@ from engram.service import Engram
 API_PREFIX = "/api/v1"
 
 RESOURCES: tuple[tuple[str, APIRouter], ...] = (
+    # routing tries the routers in this order, and a router's handlers are built the first
+    # time a request is matched against it: the hot paths first (a first search after start
+    # builds these two, not all twenty)
+    ("/search", search.router),
+    ("/context", context.router),
     ("/facts", facts.router),
     ("/episodes", episodes.router),
     ("/procedures", procedures.router),
@@ -54,8 +59,6 @@ RESOURCES: tuple[tuple[str, APIRouter], ...] = (
     ("/maintenance", maintenance.router),
     ("/memories", memories.router),
     ("/reviews", reviews.router),
-    ("/search", search.router),
-    ("/context", context.router),
     ("/soul", soul.router),
     ("/capture", capture.router),
     ("/profile", profile.router),

@@ -6,13 +6,12 @@ models the service uses (``engram.models``, ``engram.accounts``), so the SDK sha
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
 from engram.accounts import Role, Scope
-from engram.limits import MAX_BULK, MAX_PAGE, InputModel
+from engram.limits import MAX_BULK, MAX_PAGE, InputModel, Timestamp
 from engram.models import (
     ACCOUNT_NAME_PATTERN,
     ENV_NAME_PATTERN,
@@ -90,12 +89,12 @@ class MemoryQuery(_Body):
         default_factory=list, description="memories from any of these conversations or sessions"
     )
     status: list[Status] = Field(default_factory=lambda: [Status.ACTIVE], max_length=len(Status))
-    created_after: datetime | None = Field(
+    created_after: Timestamp | None = Field(
         default=None, description="A range whose start is past its end matches nothing"
     )
-    created_before: datetime | None = None
-    updated_after: datetime | None = None
-    updated_before: datetime | None = None
+    created_before: Timestamp | None = None
+    updated_after: Timestamp | None = None
+    updated_before: Timestamp | None = None
     min_importance: Score | None = None
     max_importance: Score | None = None
     limit: int = Field(default=50, ge=1, le=MAX_PAGE)

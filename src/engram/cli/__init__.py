@@ -10,42 +10,11 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from engram.cli import (
-    audit,
-    backup,
-    env,
-    erasure,
-    extract,
-    handoffs,
-    hooks,
-    keys,
-    maintain,
-    mcp,
-    memories,
-    migrate_store,
-    portability,
-    profile,
-    search,
-    serve,
-    setup,
-    soul,
-)
 from engram.cli.common import console, make_state, service
 from engram.errors import EngramError, InvalidInput, NotFound
 from engram.service.environments import validation_message
-from engram.setup.model import prepare as prepare_model
-
-app = typer.Typer(
-    name="engram",
-    help="Engram: a persistent memory layer for AI. Facts, episodes and procedures, "
-    "per-project environments, full history.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
 
 
-@app.callback()
 def root(
     ctx: typer.Context,
     home: Annotated[
@@ -69,7 +38,6 @@ def root(
         ctx.obj.settings = replace(ctx.obj.settings, database_url=database_url)
 
 
-@app.command()
 def init(
     ctx: typer.Context,
     rotate: Annotated[
@@ -79,6 +47,9 @@ def init(
     """Create the data directory, the database, the default environment, the owner account and
     its token file (<home>/token, mode 0600). Safe to re-run: nothing changes and no secret is
     printed unless --rotate."""
+    from engram.cli import keys
+    from engram.setup.model import prepare as prepare_model
+
     with service(ctx) as (engram, st):
         env = engram.environments.ensure_default(st.actor)
         issued = keys.bootstrap(engram, st.settings.home, rotate=rotate)
@@ -100,25 +71,83 @@ def init(
             typer.echo(issued.token)
 
 
-memories.register(app)
-search.register(app)
-maintain.register(app)
-app.add_typer(env.app, name="env")
-app.add_typer(keys.app, name="keys")
-app.add_typer(keys.users_app, name="users")
-app.add_typer(erasure.app, name="conversations")
-audit.register(app)
-extract.register(app)
-serve.register(app)
-mcp.register(app)
-migrate_store.register(app)
-backup.register(app)
-portability.register(app)
-app.add_typer(soul.app, name="soul")
-app.add_typer(profile.app, name="profile")
-app.add_typer(handoffs.app, name="handoff")
-hooks.register(app)
-setup.register(app)
+LIGHT = ("serve",)
+"""Commands run with only their own module loaded: a server's start-up does not import the
+modules of the thirty other commands (their tables, setup and import code)."""
+_ROOT_OPTIONS = ("--home", "--database-url")
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` runs (after the root options), if any."""
+    args = iter(argv)
+    for arg in args:
+        if arg in _ROOT_OPTIONS:
+            next(args, None)
+        elif not arg.startswith(_ROOT_OPTIONS):
+            return arg
+    return None
+
+
+def build_app(command: str | None = None) -> typer.Typer:
+    """The ``engram`` command line: every command, or for a command in :data:`LIGHT` only it
+    (the same root options, the same command)."""
+    app = typer.Typer(
+        name="engram",
+        help="Engram: a persistent memory layer for AI. Facts, episodes and procedures, "
+        "per-project environments, full history.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    app.callback()(root)
+    if command in LIGHT:
+        from engram.cli import serve
+
+        serve.register(app)
+        return app
+    from engram.cli import (
+        audit,
+        backup,
+        env,
+        erasure,
+        extract,
+        handoffs,
+        hooks,
+        keys,
+        maintain,
+        mcp,
+        memories,
+        migrate_store,
+        portability,
+        profile,
+        search,
+        serve,
+        setup,
+        soul,
+    )
+
+    app.command()(init)
+    memories.register(app)
+    search.register(app)
+    maintain.register(app)
+    app.add_typer(env.app, name="env")
+    app.add_typer(keys.app, name="keys")
+    app.add_typer(keys.users_app, name="users")
+    app.add_typer(erasure.app, name="conversations")
+    audit.register(app)
+    extract.register(app)
+    serve.register(app)
+    mcp.register(app)
+    migrate_store.register(app)
+    backup.register(app)
+    portability.register(app)
+    app.add_typer(soul.app, name="soul")
+    app.add_typer(profile.app, name="profile")
+    app.add_typer(handoffs.app, name="handoff")
+    hooks.register(app)
+    setup.register(app)
+    return app
+
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
 
@@ -126,6 +155,7 @@ _EXIT = {InvalidInput: 2, NotFound: 3}
 def main(argv: list[str] | None = None) -> int:
     try:
         # without standalone mode click returns a typer.Exit's code instead of raising it
+        app = build_app(command_of(sys.argv[1:] if argv is None else argv))
         code = app(args=argv, prog_name="engram", standalone_mode=False)
     except EngramError as exc:
         typer.echo(f"error: {exc.message}", err=True)

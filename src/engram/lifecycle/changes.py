@@ -46,7 +46,8 @@ _NOT_COPIED = ("created_at", "author", "lifecycle")
 def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: Any) -> Memory:
     """A new memory (version 1) from what a caller supplied."""
     created = new.created_at or now
-    fields = {k: getattr(new, k) for k in type(new).model_fields if k not in _NOT_COPIED}
+    # a model's __dict__ holds its fields (no extras: NewMemory forbids them)
+    fields = {k: v for k, v in new.__dict__.items() if k not in _NOT_COPIED}
     fields.update(updates)
     return Memory(
         id=new_id("mem_"),

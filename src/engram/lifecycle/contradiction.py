@@ -185,9 +185,11 @@ def _by_claims(co: tuple[Claim, ...], cn: tuple[Claim, ...]) -> Finding | None:
     return None
 
 
+_ORDER = {Verdict.CLEAR: 3, Verdict.UNCLEAR: 2, Verdict.DISTINCT: 1, Verdict.NONE: 0}
+
+
 def _rank(f: Finding) -> tuple[int, int]:
-    order = {Verdict.CLEAR: 3, Verdict.UNCLEAR: 2, Verdict.DISTINCT: 1, Verdict.NONE: 0}
-    return order[f.verdict], int(f.strength)
+    return _ORDER[f.verdict], int(f.strength)
 
 
 @lru_cache(maxsize=65_536)
@@ -210,8 +212,15 @@ def may_be_clear(old: str, new: str) -> bool:
     """A cheap test that :func:`check` can find a clear conflict: only a shared attribute or
     a negation on one side can make one (a write checks it before the full rules for pairs
     outside the similarity band)."""
-    attrs = {c.attribute for c in claims(old)}
-    return any(c.attribute in attrs for c in claims(new)) or _negated(old) != _negated(new)
+    attrs_old, negated_old = _slots(old)
+    attrs_new, negated_new = _slots(new)
+    return not attrs_old.isdisjoint(attrs_new) or negated_old != negated_new
+
+
+@lru_cache(maxsize=65_536)
+def _slots(text: str) -> tuple[frozenset[str], bool]:
+    """The attributes of the claims of ``text`` and whether it is negated."""
+    return frozenset(c.attribute for c in claims(text)), _negated(text)
 
 
 def check(old: str, new: str) -> Finding:

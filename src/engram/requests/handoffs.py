@@ -14,14 +14,14 @@ from engram.handoffs import (
     MAX_NAME_CHARS,
     MAX_SUMMARY_CHARS,
 )
-from engram.limits import InputModel
+from engram.limits import NONBLANK_PATTERN, InputModel
 
 Summary = Annotated[
     str,
     Field(
         min_length=1,
         max_length=MAX_SUMMARY_CHARS,
-        pattern=r"\S",
+        pattern=NONBLANK_PATTERN,
         description="What was done, what failed, where the work stands (not only blanks)",
     ),
 ]

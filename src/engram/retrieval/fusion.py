@@ -15,11 +15,10 @@ LoCoMo (see bench/locomo).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Fused:
+class Fused(NamedTuple):
     relevance: float
     keyword_score: float | None
     keyword_norm: float | None

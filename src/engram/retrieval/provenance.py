@@ -22,22 +22,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from engram.retrieval.when import Named, matches
 
 
-@dataclass(frozen=True, slots=True)
-class Provenance:
+class Provenance(NamedTuple):
     author: str | None
     thread: str | None
     at: datetime | None = None
     """When the memory was recorded (its ``created_at``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Adjusted:
+class Adjusted(NamedTuple):
     relevance: float
     author_named: bool | None
     """Whether the query names this memory's author; None when it names none of them."""

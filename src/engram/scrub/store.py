@@ -44,11 +44,15 @@ from engram.store.protocol import (
     Erasure,
     Exporter,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
     Store,
+    Streams,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.store.providers import ProviderRecord, ProviderStore
 from engram.store.reviews import ReviewStore
@@ -276,6 +280,16 @@ class ScrubbingStore(_Audited):
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         return self.inner.vector_scores(vector, model_id, memory_ids)
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        return self.inner.vector_search_many(vector, model_id, queries)
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        return self.inner.search_streams(keyword, vector, model_id, queries)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0

@@ -9,6 +9,12 @@ number of items per tier are optional. One piece of evidence takes one slot: an 
 and the message it came from are not both packed, nor an episode whose messages are all in.
 Every line carries its date (when it was said, or recorded). Tokens are counted with a real
 tokenizer, and the rendered block never exceeds ``max_tokens``.
+
+The block's tokens are the sum of its parts' (the Soul, each section's tags, each line), each
+counted once, with no count of the whole: every part ends in one newline after a non-space
+character and the next starts with ``<`` or ``-``. cl100k's pre-tokenizer ends a piece at such
+a newline (a piece holding a newline goes on only over whitespace) and the BPE encodes each
+piece alone, so no token spans two parts (tested on adversarial texts).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput
 from engram.extraction.turns import is_message, message_id_of, source_ids
+from engram.hashed import HashedMemo
 from engram.limits import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
 from engram.models import MESSAGE_CATEGORY, Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
@@ -34,9 +41,8 @@ from engram.retrieval.models import (
     SearchMode,
 )
 from engram.service.environments import EnvironmentService
-from engram.service.search import Ranked, SearchService
+from engram.service.search import Ranked, Scoring, SearchService
 from engram.store import Store
-from engram.store.protocol import Hit
 from engram.tokens import count_tokens
 from engram.trusted import construct
 
@@ -129,7 +135,8 @@ def render_item(memory: Memory) -> str:
             line += " Decisions: " + "; ".join(memory.episode.key_decisions)
     else:
         line = f"{when}[{memory.category}] {text}"
-    return "- " + escape(line, quote=False) + "\n"
+    # no whitespace before the newline: the line's tokens alone are its tokens in the block
+    return "- " + escape(line.rstrip(), quote=False) + "\n"
 
 
 @lru_cache(maxsize=1)
@@ -137,10 +144,8 @@ def _overheads() -> dict[TierName, int]:
     return {t: count_tokens(f"<{_TAGS[t]}>\n</{_TAGS[t]}>\n") for t in TIERS}
 
 
-@lru_cache(maxsize=50_000)
-def line_tokens(line: str) -> int:
-    """The tokens of one rendered line (lines recur across queries: counted once)."""
-    return count_tokens(line)
+line_tokens = HashedMemo(count_tokens, maxsize=50_000)
+"""The tokens of one rendered line (lines recur across queries: counted once)."""
 
 
 @lru_cache(maxsize=1)
@@ -152,30 +157,32 @@ def min_line_tokens() -> int:
 
 class _Pool:
     """The qualifying candidates, best first; each memory is read only when packing reaches
-    it (with the next few of the same walk, in one read)."""
+    it (with the next few of the same walk, in one read), and its score's breakdown is built
+    only once it is packed."""
 
     def __init__(
         self,
         order: Sequence[tuple[str, TierName]],
-        load: Callable[[list[str]], list[ScoredMemory]],
-        loaded: Sequence[ScoredMemory] = (),
+        load: Callable[[list[str]], list[Memory]],
+        scored: Callable[[Memory], ScoredMemory],
     ) -> None:
         self.order = list(order)
         self._load = load
-        self._loaded = {r.memory.id: r for r in loaded}
+        self.scored = scored
+        self._loaded: dict[str, Memory] = {}
         self._gone: set[str] = set()
 
     def of(self, tier: TierName) -> list[tuple[str, TierName]]:
         return [o for o in self.order if o[1] == tier]
 
-    def get(self, walk: Sequence[tuple[str, TierName]], at: int) -> ScoredMemory | None:
+    def get(self, walk: Sequence[tuple[str, TierName]], at: int) -> Memory | None:
         memory_id = walk[at][0]
         if memory_id not in self._loaded and memory_id not in self._gone:
             chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
                 :READ_AHEAD
             ]
-            for r in self._load(chunk):
-                self._loaded[r.memory.id] = r
+            for m in self._load(chunk):
+                self._loaded[m.id] = m
             self._gone.update(i for i in chunk if i not in self._loaded)
         return self._loaded.get(memory_id)
 
@@ -187,7 +194,7 @@ class _Packing:
     budget: int
     caps: dict[TierName, int | None]
     used: int = 0
-    items: dict[TierName, list[tuple[ScoredMemory, ContextItem]]] = field(
+    items: dict[TierName, list[tuple[Memory, ContextItem]]] = field(
         default_factory=lambda: {t: [] for t in TIERS}
     )
     chosen: set[str] = field(default_factory=set)
@@ -210,10 +217,9 @@ class _Packing:
         cap = self.caps[tier]
         return cap is not None and len(self.items[tier]) >= cap
 
-    def duplicate(self, r: ScoredMemory) -> bool:
-        """Whether the evidence of ``r`` is already in: its text, its message (packed, or the
-        source of a packed fact), or every message it was read from."""
-        memory = r.memory
+    def duplicate(self, memory: Memory) -> bool:
+        """Whether the evidence of ``memory`` is already in: its text, its message (packed, or
+        the source of a packed fact), or every message it was read from."""
         if " ".join(memory.content.split()).casefold() in self.texts:
             return True
         own = message_id_of(memory)
@@ -226,16 +232,16 @@ class _Packing:
             return all(s in self.messages_in for s in sources)
         return all(s in self.messages_in or s in self.facts_from for s in sources)
 
-    def offer(self, r: ScoredMemory, limit: int) -> bool:
-        """Pack ``r`` if it fits ``limit`` tokens (of its tier, or in all) and is new."""
-        memory = r.memory
+    def offer(self, memory: Memory, scored: Callable[[Memory], ScoredMemory], limit: int) -> bool:
+        """Pack ``memory`` if it fits ``limit`` tokens (of its tier, or in all) and is new
+        (``scored``: its score and breakdown, asked only then)."""
         tier = tier_of(memory)
         if memory.id in self.chosen:
             return False
         cap = self.caps[tier]
         if cap is not None and len(self.items[tier]) >= cap:
             return False
-        if self.duplicate(r):
+        if self.duplicate(memory):
             self.duplicates[tier] += 1
             self.chosen.add(memory.id)
             return False
@@ -255,9 +261,10 @@ class _Packing:
             self.messages_in.add(own)
         elif memory.layer is Layer.FACT:
             self.facts_from.update(source_ids(memory))
+        r = scored(memory)
         self.items[tier].append(
             (
-                r,
+                memory,
                 # every field computed here from a stored memory: no re-validation
                 construct(
                     ContextItem,
@@ -335,14 +342,15 @@ class ContextService:
         tiers: list[ContextTier] = []
         parts: list[str] = []
         soul_budget = int(max_tokens * budgets.soul)
-        soul_used = 0
+        soul_used = soul_tokens = 0
         if self.soul is not None and soul_budget > 0:
             block = self.soul(actor, env.id, soul_budget)
             tiers.append(
                 ContextTier(name="soul", budget=soul_budget, used=block.tokens, note=block.note)
             )
             if block.text:
-                parts.append(block.text.rstrip("\n") + "\n")
+                parts.append(block.text.rstrip() + "\n")
+                soul_tokens = count_tokens(parts[0])
             soul_used = block.tokens
         timings["soul_ms"] = _ms(t0)
 
@@ -364,8 +372,8 @@ class ContextService:
             if text:
                 parts.append(text)
         text = "".join(parts)
-        tokens = count_tokens(text)
-        while tokens > max_tokens and parts:  # BPE merges across lines; trim to be exact
+        tokens = soul_tokens + packing.used  # exact (module docstring)
+        while tokens > max_tokens and parts:  # the Soul took more than it said; trim
             parts.pop()
             text = "".join(parts)
             tokens = count_tokens(text)
@@ -399,12 +407,12 @@ class ContextService:
             if min(limit, packing.budget) - packing.used < smallest:
                 packing.dropped[tier] += 1
                 continue
-            r = pool.get(walk, at)
-            if r is not None:
-                packing.offer(r, limit)
+            memory = pool.get(walk, at)
+            if memory is not None:
+                packing.offer(memory, pool.scored, limit)
 
     @staticmethod
-    def _ordered(tier: TierName, packing: _Packing) -> list[tuple[ScoredMemory, ContextItem]]:
+    def _ordered(tier: TierName, packing: _Packing) -> list[tuple[Memory, ContextItem]]:
         items = packing.items[tier]
         if tier != "messages":
             return items
@@ -412,9 +420,9 @@ class ContextService:
         return sorted(
             items,
             key=lambda p: (
-                p[0].memory.created_at,
-                p[0].memory.thread or "",
-                int(p[0].memory.metadata.get("position", 0) or 0),
+                p[0].created_at,
+                p[0].thread or "",
+                int(p[0].metadata.get("position", 0) or 0),
             ),
         )
 
@@ -452,25 +460,32 @@ class ContextService:
                 ranked += self._search.rank(query, flt, mode=mode, limit=limit)
             ranked.sort(key=lambda r: (-r.score, r.memory.id))
             order = [(r.memory.id, tier_of(r.memory)) for r in ranked]
-            return _Pool(order, lambda ids: [], ranked)
-        keyword: dict[Layer, list[Hit]] | None = None
-        if mode is not SearchMode.SEMANTIC:
-            # one keyword query for all layers; the vector scan is shared the same way
-            everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
-            keyword = self._search.keyword_by_layer(query, everything, KEYWORD_POOL)
-        scored: list[Ranked] = []
-        for layer, cap in wanted.items():
-            limit = pool if cap is None else min(pool, max(cap * 3, 10))
-            flt = MemoryFilter(environment_ids=[env_id], layers=[layer])
-            k = max(100, int(limit * STREAM_DEPTH))
-            found = self._search.score(
-                query, flt, mode=mode, k=k, keyword=None if keyword is None else keyword[layer]
+            brief = {r.memory.id: r for r in ranked}
+            return _Pool(order, lambda ids: [brief[i].memory for i in ids], lambda m: brief[m.id])
+        # one keyword query for all layers, each taking the hits of its own
+        everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
+        limits = {
+            layer: pool if cap is None else min(pool, max(cap * 3, 10))
+            for layer, cap in wanted.items()
+        }
+        requests = [
+            Scoring(
+                MemoryFilter(environment_ids=[env_id], layers=[layer]),
+                max(100, int(limit * STREAM_DEPTH)),
             )
+            for layer, limit in limits.items()
+        ]
+        # the layers scored together: one vector search and one rank-field read for all
+        every = self._search.score_many(
+            query, requests, mode=mode, keyword=(everything, KEYWORD_POOL)
+        )
+        scored: list[Ranked] = []
+        for (layer, limit), found in zip(limits.items(), every, strict=True):
             scored += self._qualifying(found, layer)[:limit]
         scored.sort(key=lambda r: (-r.score, r.memory_id))
         by_id = {r.memory_id: r for r in scored}
         order = [(r.memory_id, _tier(r.layer, r.category)) for r in scored]
-        return _Pool(order, lambda ids: self._search.materialize([by_id[i] for i in ids]))
+        return _Pool(order, self._store.get, lambda m: self._search.scored(by_id[m.id], m))
 
     def _qualifying(self, ranked: Sequence[Ranked], layer: Layer) -> list[Ranked]:
         cfg = self._search.scoring

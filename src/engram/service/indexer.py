@@ -8,6 +8,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from engram import heap
 from engram.accounts import Scope
 from engram.actors import Actor
 from engram.embeddings.protocol import Embedder
@@ -70,6 +71,8 @@ class Indexer:
                 )
                 after = pending[-1].position
                 done += len(pending)
+            if done >= heap.BULK_ROWS:  # the batches' texts, vectors and rows, freed
+                heap.give_back()
         return done
 
     def reembed(self, actor: Actor, *, prune: bool = False) -> Reembedded:

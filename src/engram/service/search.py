@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,13 +30,22 @@ from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, to
 from engram.retrieval.when import named_times
 from engram.service.environments import EnvironmentService
 from engram.store import Store
-from engram.store.protocol import Hit, Vector
+from engram.store.protocol import Hit, KeywordQuery, RankFields, Vector, VectorQuery
 from engram.text import content_words
 from engram.trusted import construct
 
 
 @dataclass(frozen=True, slots=True)
-class Ranked:
+class Scoring:
+    """One request of :meth:`SearchService.score_many`: candidates passing ``flt``, up to ``k``
+    per stream; ``keyword``: its keyword hits when the caller has them already."""
+
+    flt: MemoryFilter
+    k: int
+    keyword: Sequence[Hit] | None = None
+
+
+class Ranked(NamedTuple):
     """A candidate scored from its rank fields, before its memory is read."""
 
     memory_id: str
@@ -147,14 +157,37 @@ class SearchService:
     ) -> list[Ranked]:
         """Every candidate of ``query`` (up to ``k`` per stream) over the relevance floor,
         scored from a few columns without reading the memories, best first."""
+        return self.score_many(query, [Scoring(flt, k, keyword)], mode=mode)[0]
+
+    def score_many(
+        self,
+        query: str,
+        requests: Sequence[Scoring],
+        *,
+        mode: SearchMode,
+        keyword: tuple[MemoryFilter, int] | None = None,
+    ) -> list[list[Ranked]]:
+        """:meth:`score` for several filters of one query (an assembly's layers): the same
+        answers, with one vector search and one read of rank fields for all of them.
+        ``keyword``: one keyword search (a filter and a limit) whose hits each request takes
+        by its filter's layers, instead of a search per request."""
         self._check(query, mode, 1)
-        fused = self._candidates_for(query, flt, mode, k, keyword)
-        floor = self.scoring.min_relevance
-        fused = {i: f for i, f in fused.items() if f.relevance >= floor}
-        if not fused:
+        if not requests:
             return []
-        rows = self._store.rank_fields(list(fused))
+        floor = self.scoring.min_relevance
+        every = self._candidates_for(query, requests, mode, keyword)
+        every = [{i: f for i, f in fused.items() if f.relevance >= floor} for fused in every]
+        wanted = list(dict.fromkeys(i for fused in every for i in fused))
+        if not wanted:
+            return [[] for _ in requests]
+        fields = {r.memory_id: r for r in self._store.rank_fields(wanted)}
         now = self._clock()
+        return [self._scored(query, fused, fields, now) for fused in every]
+
+    def _scored(
+        self, query: str, fused: dict[str, Fused], fields: dict[str, RankFields], now: datetime
+    ) -> list[Ranked]:
+        rows = [r for r in fields.values() if r.memory_id in fused]  # in the store's order
         adjusted = adjust(
             query,
             {r.memory_id: fused[r.memory_id].relevance for r in rows},
@@ -166,16 +199,16 @@ class SearchService:
             time_weight=self.scoring.time_weight,
         )
         scored = []
-        for fields in rows:
-            a = adjusted[fields.memory_id]
-            values, weights = factor_values(fields, a.relevance, now, self.scoring)
+        for row in rows:
+            a = adjusted[row.memory_id]
+            values, weights = factor_values(row, a.relevance, now, self.scoring)
             scored.append(
                 Ranked(
-                    fields.memory_id,
-                    fields.layer,
-                    fields.category,
+                    row.memory_id,
+                    row.layer,
+                    row.category,
                     total(values, weights),
-                    fused[fields.memory_id],
+                    fused[row.memory_id],
                     a,
                     values,
                     weights,
@@ -187,84 +220,121 @@ class SearchService:
     def materialize(self, ranked: Sequence[Ranked]) -> list[ScoredMemory]:
         """The memories of ``ranked`` (those that still exist), with their breakdowns."""
         memories = {m.id: m for m in self._store.get([r.memory_id for r in ranked])}
-        # every field computed here or read back from the store: no re-validation
-        return [
-            construct(
-                ScoredMemory,
-                {
-                    "memory": memories[r.memory_id],
-                    "score": r.score,
-                    "breakdown": breakdown(
-                        r.values,
-                        r.weights,
-                        found_by=self._streams(r.fused),
-                        keyword_score=r.fused.keyword_score,
-                        keyword_norm=r.fused.keyword_norm,
-                        semantic_similarity=r.fused.similarity,
-                        semantic_norm=r.fused.similarity_norm,
-                        stream_relevance=r.fused.relevance,
-                        author_named=r.adjusted.author_named,
-                        thread_support=r.adjusted.thread_support,
-                        time_matched=r.adjusted.time_matched,
-                    ),
-                    "sources": source_ids(memories[r.memory_id]),
-                },
-            )
-            for r in ranked
-            if r.memory_id in memories
-        ]
+        return [self.scored(r, memories[r.memory_id]) for r in ranked if r.memory_id in memories]
 
-    def keyword_by_layer(self, query: str, flt: MemoryFilter, limit: int) -> dict[Layer, list[Hit]]:
-        """One keyword search over all layers of ``flt``, its hits split by layer."""
-        out: dict[Layer, list[Hit]] = {layer: [] for layer in Layer}
-        for h in self._store.keyword_search(query, flt, limit=limit):
-            if h.layer is not None:
-                out[h.layer].append(h)
-        return out
+    def scored(self, r: Ranked, memory: Memory) -> ScoredMemory:
+        """``memory`` (read back for ``r``) with its score and breakdown."""
+        # every field computed here or read back from the store: no re-validation
+        return construct(
+            ScoredMemory,
+            {
+                "memory": memory,
+                "score": r.score,
+                "breakdown": breakdown(
+                    r.values,
+                    r.weights,
+                    found_by=self._streams(r.fused),
+                    keyword_score=r.fused.keyword_score,
+                    keyword_norm=r.fused.keyword_norm,
+                    semantic_similarity=r.fused.similarity,
+                    semantic_norm=r.fused.similarity_norm,
+                    stream_relevance=r.fused.relevance,
+                    author_named=r.adjusted.author_named,
+                    thread_support=r.adjusted.thread_support,
+                    time_matched=r.adjusted.time_matched,
+                ),
+                "sources": source_ids(memory),
+            },
+        )
 
     def _candidates_for(
         self,
         query: str,
-        flt: MemoryFilter,
+        requests: Sequence[Scoring],
         mode: SearchMode,
-        k: int,
-        known: Sequence[Hit] | None = None,
-    ) -> dict[str, Fused]:
-        """Every candidate of either stream, fused."""
-        found: Sequence[Hit] = ()
-        similarity: dict[str, float] = {}
-        hits: set[str] = set()
-        if mode is not SearchMode.SEMANTIC:
-            found = known if known is not None else self._store.keyword_search(query, flt, limit=k)
-        keyword = {h.memory_id: h.score for h in found}
+        shared: tuple[MemoryFilter, int] | None = None,
+    ) -> list[dict[str, Fused]]:
+        """Every candidate of either stream, fused, for each request."""
+        vector: Vector | None = None
         if mode is not SearchMode.KEYWORD and self._embedder is not None:
             vector = self._query_vector(self._embedder, query)
-            if np.any(vector):
-                model = self._embedder.model_id
-                similarity = {
-                    h.memory_id: h.score
-                    for h in self._store.vector_search(vector, model, flt, limit=k)
-                }
-                hits = set(similarity)
-                missing = [i for i in keyword if i not in similarity]
-                if missing:
-                    similarity.update(self._store.vector_scores(vector, model, missing))
+            if not np.any(vector):
+                vector = None
+        found: list[Sequence[Hit]] = [() for _ in requests]
+        similarity: list[dict[str, float]] = [{} for _ in requests]
+        hits: list[set[str]] = [set() for _ in requests]
+        # one keyword search that every request takes its hits from: both streams in one call
+        search = shared
+        if shared is None and len(requests) == 1 and requests[0].keyword is None:
+            search = (requests[0].flt, requests[0].k)
+        if mode is not SearchMode.SEMANTIC and vector is not None and search is not None:
+            assert self._embedder is not None
+            # both streams in one call (PostgreSQL: at once), the keyword hits' similarities
+            # with them
+            streams = self._store.search_streams(
+                KeywordQuery(query, *search),
+                vector,
+                self._embedder.model_id,
+                [VectorQuery(r.flt, r.k) for r in requests],
+            )
+            for at, r in enumerate(requests):
+                found[at] = _taken(r, streams.keyword, shared)
+                similarity[at] = {h.memory_id: h.score for h in streams.nearest[at]}
+                hits[at] = set(similarity[at])
+                for h in found[at]:
+                    if h.memory_id not in hits[at] and h.memory_id in streams.similarity:
+                        similarity[at][h.memory_id] = streams.similarity[h.memory_id]
+            vector = None  # found
+        elif mode is not SearchMode.SEMANTIC:
+            every = (
+                []
+                if shared is None
+                else self._store.keyword_search(query, shared[0], limit=shared[1])
+            )
+            found = [
+                _taken(r, every, shared)
+                if shared is not None or r.keyword is not None
+                else self._store.keyword_search(query, r.flt, limit=r.k)
+                for r in requests
+            ]
+        keyword = [{h.memory_id: h.score for h in hits} for hits in found]
+        if vector is not None and self._embedder is not None:
+            # the nearest of each filter, and the similarity of its keyword hits not among
+            # them, in one call
+            answers = self._store.vector_search_many(
+                vector,
+                self._embedder.model_id,
+                [
+                    VectorQuery(r.flt, r.k, list(kw))
+                    for r, kw in zip(requests, keyword, strict=True)
+                ],
+            )
+            for at, answer in enumerate(answers):
+                similarity[at] = {h.memory_id: h.score for h in answer.hits}
+                hits[at] = set(similarity[at])
+                similarity[at].update(answer.scores)
         if mode is SearchMode.SEMANTIC:
             low, high = self.scoring.similarity_range(self.model_id)
-            return {
-                i: Fused(c, None, None, s, c, True)
-                for i, s in similarity.items()
-                if (c := calibrated(s, low, high)) is not None
-            }
-        return fuse(
-            keyword,
-            similarity,
-            self.scoring.keyword_weight,
-            self.scoring.semantic_weight,
-            hits,
-            self.scoring.similarity_range(self.model_id),
-            self._coverage(query, found),
-        )
+            return [
+                {
+                    i: Fused(c, None, None, s, c, True)
+                    for i, s in sim.items()
+                    if (c := calibrated(s, low, high)) is not None
+                }
+                for sim in similarity
+            ]
+        return [
+            fuse(
+                keyword[at],
+                similarity[at],
+                self.scoring.keyword_weight,
+                self.scoring.semantic_weight,
+                hits[at],
+                self.scoring.similarity_range(self.model_id),
+                self._coverage(query, found[at]),
+            )
+            for at in range(len(requests))
+        ]
 
     @staticmethod
     def _coverage(query: str, found: Sequence[Hit]) -> dict[str, float]:
@@ -311,3 +381,11 @@ class SearchService:
             )
         ranked.sort(key=lambda s: (-s.score, s.memory.id))
         return ranked[:limit]
+
+
+def _taken(r: Scoring, every: Sequence[Hit], shared: tuple[MemoryFilter, int] | None) -> list[Hit]:
+    """The keyword hits of request ``r``: those of the search shared by the requests that fall
+    to it (by its filter's layers), else its own (given, or ``every``: its search's)."""
+    if shared is not None:
+        return [h for h in every if not r.flt.layers or h.layer in r.flt.layers]
+    return list(r.keyword if r.keyword is not None else every)

@@ -45,10 +45,15 @@ class _Batch:
     words: dict[str, frozenset[str]] = field(default_factory=dict)
     """The word sets computed for the batch's texts, by text (the index reuses them)."""
 
+    last: bool = False
+    """The item being decided is the batch's last: no later item looks up what it writes."""
+
     def add(self, group: list[Change]) -> None:
         self.groups.append(group)
         for c in group:
             self.latest[c.memory.id] = c.memory
+            if self.last:  # the commit puts its state in the index (or drops the index)
+                continue
             self.pending.put(c.memory, self.words.get(c.memory.content))
             if self.index is not None:
                 self.index.remove(c.memory.id)  # the batch's state wins until the commit
@@ -74,6 +79,7 @@ class WritePath:
             outcomes = []
             now = self._ops.clock()
             for i, (new, found) in enumerate(cleaned):
+                batch.last = i == len(cleaned) - 1
                 redactions = found.as_dict()
                 memory = changes.build(env_id, new, actor, now, redactions=redactions)
                 if i not in row_of:
@@ -153,12 +159,12 @@ class WritePath:
         redactions: dict[str, int],
     ) -> WriteOutcome:
         cfg, now = self._ops.config, self._ops.clock()
-        created = changes.record(memory, Action.CREATE, actor, "")
         fact = decision.candidate.memory if decision.candidate is not None else None
         target = None
         if fact is not None and decision.move in (Move.MERGE, Move.SUPERSEDE):
             target = self._whole(fact)
         if decision.move is Move.MERGE and target is not None:
+            created = changes.record(memory, Action.CREATE, actor, "")
             group = [created, *changes.merge(memory, target, decision.reason, actor, now, cfg)]
             batch.add(group)
             return WriteOutcome(
@@ -192,7 +198,7 @@ class WritePath:
                 reason=decision.reason,
                 redactions=redactions,
             )
-        batch.add([created])
+        batch.add([changes.record(memory, Action.CREATE, actor, "")])
         batch.embedded.append((memory, row))
         if decision.move is Move.REVIEW and fact is not None:
             batch.reviews.append((at, memory, fact, decision))
@@ -229,6 +235,8 @@ def _together(
 ) -> list[Candidate[Fact]]:
     """One candidate per fact: a nearest neighbour's (with its cosine) over a keyword hit;
     then the batch's own facts over anything the store or the index holds of them."""
+    if not near and not pending and not batch.latest:  # one fact per keyword hit already
+        return list(keyword)
     found = {c.memory.id: c for c in keyword}
     found.update((c.memory.id, c) for c in near)
     for memory_id in [i for i in found if i in batch.latest]:

@@ -62,8 +62,7 @@ class Change:
     version: MemoryVersion
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """A candidate from one search stream: the memory id and that stream's raw score
     (BM25 for keyword, higher is better; cosine similarity for semantic). A keyword hit also
     says what matched, as the keyword index itself stems words: the query's content words
@@ -79,7 +78,46 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
-class RankFields:
+class VectorQuery:
+    """One search of :meth:`Store.vector_search_many`: the nearest ``limit`` memories passing
+    ``flt`` (as :meth:`Store.vector_search`), and the similarity of each of ``also`` that has
+    a vector and is not among those hits (as :meth:`Store.vector_scores`): the keyword hits
+    the semantic stream did not find."""
+
+    flt: MemoryFilter
+    limit: int
+    also: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class VectorAnswer:
+    hits: list[Hit]
+    scores: dict[str, float]
+    """The similarity of each of the query's ``also`` with a vector, not among ``hits``."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordQuery:
+    """A keyword search: ``query``'s words among the memories passing ``flt``, best ``limit``."""
+
+    query: str
+    flt: MemoryFilter
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Streams:
+    """What :meth:`Store.search_streams` found: both streams of a hybrid search."""
+
+    keyword: list[Hit]
+    similarity: dict[str, float]
+    """The similarity to the query vector of each keyword hit the nearest lists may lack (at
+    least those absent from one of them) that has a vector of the model."""
+    nearest: list[list[Hit]]
+    """Each vector query's hits (their ``also`` is ignored)."""
+
+
+class RankFields(NamedTuple):
     """The few columns ranking needs, read cheaply for many candidates at once."""
 
     memory_id: str
@@ -317,6 +355,22 @@ class Store(Protocol):
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each listed memory that has a ``model_id`` vector."""
+        ...
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        """Each query answered for one query vector, in order, exactly as ``vector_search``
+        and then ``vector_scores`` of its ``also`` would answer it (PostgreSQL: one round trip
+        and one HNSW scan for the queries of one size, the layers of an assembly)."""
+        ...
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        """``keyword_search`` of ``keyword``, ``vector_search`` of each of ``queries`` and the
+        similarity of the keyword hits (PostgreSQL: the keyword statement
+        and the vector statement at once, on two connections, the similarities in the first)."""
         ...
 
     def pending_embeddings(

@@ -20,7 +20,7 @@ from engram.capture.events import (
     Agent,
     EventKind,
 )
-from engram.limits import InputModel, StrictInt
+from engram.limits import NONBLANK_PATTERN, InputModel, StrictInt
 from engram.models import Memory
 from engram.service.capture import (
     DEFAULT_CONTEXT_TOKENS,
@@ -178,7 +178,10 @@ def summarize(session_id: str, engram: EngramDep, actor: ActorDep) -> Memory | N
 def search(
     engram: EngramDep,
     actor: ActorDep,
-    q: Annotated[str, Query(min_length=1, max_length=1000, description="Plain text")],
+    q: Annotated[
+        str,
+        Query(min_length=1, max_length=1000, pattern=NONBLANK_PATTERN, description="Plain text"),
+    ],
     environment: Annotated[str | None, Query(description="Name or id; default: yours")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
 ) -> list[Observation]:

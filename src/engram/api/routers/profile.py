@@ -19,8 +19,9 @@ from engram.service.profile import Habit, ProfileStatus
 
 router = APIRouter(tags=["profile"])
 HABIT_PATTERN = rf"[^{SPACE_CLASS}\u001c-\u001f\u0085.!;:,]"
-"""A habit holds one character that is neither space (Python's or JSON Schema's) nor the end
-punctuation its wording drops: what the service refuses as empty, the schema refuses too."""
+"""A habit holds one character that is neither blank (as in
+:data:`engram.limits.NONBLANK_PATTERN`) nor the end punctuation its wording drops: what the
+service refuses as empty, the schema refuses too."""
 HabitText = Annotated[
     str,
     Field(min_length=1, max_length=MAX_HABIT_CHARS, json_schema_extra={"pattern": HABIT_PATTERN}),

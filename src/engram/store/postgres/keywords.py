@@ -15,10 +15,15 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
+from psycopg import sql
 
+from engram.store.postgres import vectors
 from engram.store.postgres.db import Connection
+from engram.store.postgres.rows import FILTER_COLUMNS
+from engram.store.protocol import Vector
 from engram.store.term_budget import COMMON_SHARE, POSTINGS_BUDGET, rarest_first
 
 MIN_ROWS_FOR_PRUNING = 2000
@@ -153,3 +158,55 @@ def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> Pl
 
 def _or(queries: list[str]) -> str:
     return " | ".join(f"({q})" for q in queries)
+
+
+def search(
+    planned: Plan, cond: str, near: tuple[Vector, str] | None
+) -> tuple[sql.Composed, list[Any]]:
+    """The keyword statement of ``planned`` over the memories passing ``cond`` (its parameters
+    and the limit follow the returned ones): rows of id, score, layer, own lexemes, context
+    lexemes and, with ``near`` (a query vector and its model), the hit's similarity to it (NULL
+    without a vector of the model)."""
+    # few matches in all: read them through the GIN index (OFFSET 0 keeps the planner from
+    # trading that for a scan of the filter's rows, its choice without statistics); the
+    # matches' columns the ranking and the filter read (not the whole rows)
+    cols = ", ".join(("tsv", "keyword_text", "keyword_context", "seq", *FILTER_COLUMNS))
+    source = (
+        f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
+        if planned.bounded
+        else f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery) m"
+    )
+    similarity: sql.Composable = sql.SQL("NULL::float8")
+    joined: sql.Composable = sql.SQL("")
+    first: list[Any] = []
+    if near is not None:
+        vector, model_id = near
+        model_cond, dist = vectors.distance(model_id, int(vector.shape[0]), exact=True)
+        similarity = sql.SQL("1 - {}").format(dist)
+        joined = sql.SQL(" LEFT JOIN memory_vectors v ON v.memory_id = t.id AND {}").format(
+            model_cond
+        )
+        first.append(vectors.Embedding(vector))
+    # own text and context lexemes of the hits kept (not of every row the sort sees); without
+    # context the own text is the whole keyword text, whose lexemes the stored tsvector holds
+    # already (no parsing)
+    query = sql.Composed(
+        [
+            sql.SQL(
+                "SELECT t.id, t.score, t.layer, CASE WHEN t.keyword_context = '' "
+                "THEN tsvector_to_array(t.tsv) ELSE tsvector_to_array(to_tsvector('english', "
+                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - 1))) "
+                "END, CASE WHEN t.keyword_context = '' THEN '{}'::text[] "
+                "ELSE tsvector_to_array(to_tsvector('english', t.keyword_context)) END, "
+            ),
+            similarity,
+            sql.SQL(
+                " FROM (SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) AS score, m.layer, "
+                f"m.keyword_text, m.keyword_context, m.seq, m.tsv FROM {source} WHERE {cond} "
+                "ORDER BY 2 DESC, m.seq DESC LIMIT %s) t"
+            ),
+            joined,
+            sql.SQL(" ORDER BY t.score DESC, t.seq DESC"),
+        ]
+    )
+    return query, [*first, planned.tsquery, planned.tsquery]

@@ -21,7 +21,7 @@ from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
-from engram.store.postgres import hnsw, keywords, vectors
+from engram.store.postgres import hnsw, keywords, nearest, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -43,7 +43,6 @@ from engram.store.postgres.providers import PostgresProviderStore
 from engram.store.postgres.reviews import PostgresReviewStore
 from engram.store.postgres.rows import (
     ENVIRONMENT_COLUMNS,
-    FILTER_COLUMNS,
     ROWS,
     WRITE_COLUMNS,
     environment_from_row,
@@ -58,10 +57,14 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
+    Streams,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.text import content_words
 
@@ -109,8 +112,10 @@ class PostgresStore:
         self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
         self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+        self._streams = ThreadPoolExecutor(4, thread_name_prefix="engram-pg-keyword")
 
     def close(self) -> None:
+        self._streams.shutdown()
         self._builder.close()
         self.db.close()
 
@@ -313,45 +318,31 @@ class PostgresStore:
 
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
+        return self._keyword(query, flt, limit, None)[0]
+
+    def _keyword(
+        self, query: str, flt: MemoryFilter, limit: int, near: tuple[Vector, str] | None
+    ) -> tuple[list[Hit], dict[str, float]]:
+        """The keyword hits, and with ``near`` (a query vector and its model) the similarity of
+        each hit with a vector of the model, read in the same statement."""
         terms = list(dict.fromkeys(content_words(query)))
         if not terms:
-            return []
+            return [], {}
         cond, params = where(flt)
         with self.db.reader() as conn:
             planned = keywords.plan(conn, terms, self._term_frequencies)
             if planned is None:
-                return []
-            # few matches in all: read them through the GIN index (OFFSET 0 keeps the planner
-            # from trading that for a scan of the filter's rows, its choice without statistics)
-            # the matches' columns the ranking and the filter read (not the whole rows)
-            cols = ", ".join(("tsv", "keyword_text", "keyword_context", "seq", *FILTER_COLUMNS))
-            source = (
-                f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery OFFSET 0) m"
-                if planned.bounded
-                else f"(SELECT {cols} FROM memories WHERE tsv @@ %s::tsquery) m"
-            )
-            # own text and context lexemes of the hits kept (not of every row the sort sees);
-            # without context the own text is the whole keyword text, whose lexemes the stored
-            # tsvector holds already (no parsing)
-            rows = conn.execute(
-                "SELECT t.id, t.score, t.layer, CASE WHEN t.keyword_context = '' "
-                "THEN tsvector_to_array(t.tsv) ELSE tsvector_to_array(to_tsvector('english', "
-                "left(t.keyword_text, length(t.keyword_text) - length(t.keyword_context) - 1))) "
-                "END, CASE WHEN t.keyword_context = '' THEN '{}'::text[] "
-                "ELSE tsvector_to_array(to_tsvector('english', t.keyword_context)) END FROM ("
-                "SELECT m.id, ts_rank_cd(m.tsv, %s::tsquery) AS score, m.layer, m.keyword_text, "
-                f"m.keyword_context, m.seq, m.tsv FROM {source} WHERE {cond} "
-                "ORDER BY 2 DESC, m.seq DESC LIMIT %s) t ORDER BY t.score DESC, t.seq DESC",
-                [planned.tsquery, planned.tsquery, *params, limit],
-            ).fetchall()
+                return [], {}
+            statement, first = keywords.search(planned, cond, near)
+            rows = conn.execute(statement, [*first, *params, limit]).fetchall()
             stems = self._lexemes(conn, terms)
         hits = []
         for r in rows:
-            own, near = set(r[3]), set(r[4])
+            own, near_words = set(r[3]), set(r[4])
             found = frozenset(w for w in terms if stems[w] & own)
-            context = frozenset(w for w in terms if stems[w] & near) - found
+            context = frozenset(w for w in terms if stems[w] & near_words) - found
             hits.append(Hit(r[0], float(r[1]), found, context, Layer(r[2])))
-        return hits
+        return hits, {r[0]: float(r[5]) for r in rows if r[5] is not None}
 
     def _lexemes(self, conn: Connection, words: list[str]) -> dict[str, set[str]]:
         """Each word's lexemes as the english configuration makes them (cached)."""
@@ -361,53 +352,48 @@ class PostgresStore:
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
-        dim = int(vector.shape[0])
-        literal = vectors.Embedding(vector)
-        cond, params = where(flt)
-        # the HNSW index yields the nearest ``pool`` vectors of the model (a materialised
-        # scan, so the planner cannot trade it for a join over every memory); the filter then
-        # applies to each by primary key. A filter that passes fewer than ``pool`` memories (an
-        # empty layer, a small environment) is answered by an exact scan of those memories
-        # instead, whose cost is what the filtered set holds; one that passes none costs only
-        # the count. One round trip: the count of memories passing the filter (up to ``pool``)
-        # is a one-time filter of each branch, so only one of them runs.
-        pool = min(1000, max(2 * limit, 100))
-        model_cond, dist = vectors.distance(model_id, dim)
-        _, exact_dist = vectors.distance(model_id, dim, exact=True)
-        query = sql.SQL(
-            "WITH passing AS MATERIALIZED (SELECT count(*) AS n FROM "
-            "(SELECT 1 FROM memories m WHERE " + cond + " LIMIT %s) s), "
-            "nn AS MATERIALIZED (SELECT v.memory_id, {dist} AS d FROM memory_vectors v "
-            "WHERE {model_cond} AND (SELECT n FROM passing) >= %s ORDER BY {dist} LIMIT %s) "
-            # a row for the count even when no branch finds anything
-            "SELECT p.n, h.id, h.d, h.seq FROM passing p LEFT JOIN LATERAL (("
-            "SELECT m.id, nn.d, m.seq FROM nn CROSS JOIN LATERAL "
-            "(SELECT m.id, m.seq FROM memories m WHERE m.id = nn.memory_id AND " + cond + " "
-            # OFFSET 0: keep the per-row primary-key lookup (never a hash over the table)
-            "OFFSET 0) m ORDER BY nn.d, m.seq LIMIT %s"
-            ") UNION ALL ("
-            "SELECT m.id, {exact_dist}, m.seq FROM memory_vectors v "
-            "JOIN memories m ON m.id = v.memory_id WHERE (SELECT n FROM passing) "
-            "BETWEEN 1 AND %s AND {model_cond} AND " + cond + " "
-            "ORDER BY {exact_dist}, m.seq LIMIT %s)) h ON true"
-        ).format(dist=dist, model_cond=model_cond, exact_dist=exact_dist)
+        return self.vector_search_many(vector, model_id, [VectorQuery(flt, limit)])[0].hits
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        # one statement per pool (see :mod:`.nearest`): an assembly's layers share one
+        by_pool: dict[int, list[int]] = {}
+        for at, q in enumerate(queries):
+            by_pool.setdefault(nearest.pool_of(q.limit), []).append(at)
+        answers: dict[int, VectorAnswer] = {}
         with self.db.reader() as conn:
-            self._ef_search(conn, pool)
-            nearest = [*params, pool, literal, pool, literal, pool, *params, limit]
-            exact = [literal, pool - 1, *params, literal, limit]
-            rows = conn.execute(query, [*nearest, *exact]).fetchall()
-            passing = int(rows[0][0])
-            found = sorted((r[2], r[3], r[1]) for r in rows if r[1] is not None)
-            if passing >= pool and len(found) < limit:
-                # the filter left too few of the nearest: scan what it passes exactly
-                query = sql.SQL(
-                    "SELECT 1 - {dist}, m.seq, m.id FROM memory_vectors v "
-                    "JOIN memories m ON m.id = v.memory_id "
-                    "WHERE {model_cond} AND " + cond + " ORDER BY {dist}, m.seq LIMIT %s"
-                ).format(dist=exact_dist, model_cond=model_cond)
-                rows = conn.execute(query, [literal, *params, literal, limit]).fetchall()
-                return [Hit(r[2], float(r[0])) for r in rows]
-        return [Hit(i, 1 - float(d)) for d, _, i in found]
+            for pool, ats in by_pool.items():
+                group = [queries[at] for at in ats]
+                self._ef_search(conn, pool)
+                query, params = nearest.statement(vector, model_id, group, pool)
+                results = nearest.found(conn.execute(query, params).fetchall(), group)
+                for at, q, f in zip(ats, group, results, strict=True):
+                    if f.passing >= pool and len(f.nearest) < q.limit:
+                        # the filter left too few of the nearest: scan what it passes exactly
+                        query, params = nearest.exact(vector, model_id, q)
+                        rows = conn.execute(query, params).fetchall()
+                        hits = [Hit(r[2], float(r[0])) for r in rows]
+                    else:
+                        hits = nearest.hits(f)
+                    found = {h.memory_id for h in hits}
+                    scores = {i: s for i, s in f.scores.items() if i not in found}
+                    answers[at] = VectorAnswer(hits, scores)
+        return [answers[at] for at in range(len(queries))]
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        # two server processes at once: the keyword statement (with its hits' similarities)
+        # on a second connection while this one runs the vector statement
+        found = self._streams.submit(
+            self._keyword, keyword.query, keyword.flt, keyword.limit, (vector, model_id)
+        )
+        try:
+            nearest = self.vector_search_many(vector, model_id, queries)
+        finally:
+            hits, similarity = found.result()
+        return Streams(hits, similarity, [a.hits for a in nearest])
 
     def _ef_search(self, conn: Connection, ef: int) -> None:
         """``hnsw.ef_search`` for this pooled connection's session, set only when it changes

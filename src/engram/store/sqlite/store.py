@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +27,14 @@ from engram.store.protocol import (
     EmbeddingUpdate,
     Erasure,
     Hit,
+    KeywordQuery,
     MemoryText,
     PendingEmbedding,
     RankFields,
+    Streams,
     Vector,
+    VectorAnswer,
+    VectorQuery,
 )
 from engram.store.sqlite import fts, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
@@ -77,18 +82,28 @@ _UPSERT = (
 )
 
 
+_STORED = (*MEMORY_FIELDS[1:], "content_hash")
+"""The columns an update may change, in the order of :func:`memory_params` after the id."""
 _PRIOR = (
-    "SELECT m.seq, m.content_hash, m.keyword_context, m.environment_id, m.layer, "
-    "EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq) "
-    "FROM memories m WHERE m.id = ?"
+    "SELECT m.seq, EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq), "
+    + ", ".join(f"m.{c}" for c in _STORED)
+    + " FROM memories m WHERE m.id = ?"
 )
-"""What a change to a stored memory must know of its row: where it is, what the keyword index
-holds of it (the hash of its search text, its context and scope) and whether it has vectors."""
-_UPDATE = (
-    "UPDATE memories SET "
-    + ", ".join(f"{c.strip()} = ?" for c in (MEMORY_COLUMNS + ", content_hash").split(",")[1:])
-    + " WHERE seq = ?"
+"""What a change to a stored memory must know of its row: where it is, whether it has vectors,
+and what it holds (so that only the columns that change are written)."""
+_INDEXED = frozenset(
+    _STORED.index(c) for c in ("content_hash", "keyword_context", "environment_id", "layer")
 )
+"""What the keyword index holds of a row: its search text (by its hash), context and scope."""
+
+
+@lru_cache(maxsize=256)
+def _update(columns: tuple[int, ...]) -> str:
+    """An UPDATE of these columns of :data:`_STORED` alone: an index over none of them (an
+    environment's status list, its creation order, the ids) is not rewritten."""
+    return (
+        "UPDATE memories SET " + ", ".join(f"{_STORED[c]} = ?" for c in columns) + " WHERE seq = ?"
+    )
 
 
 def _bump_vectors(conn: sqlite3.Connection, seq: int) -> None:
@@ -225,9 +240,11 @@ class SQLiteStore:
             params = memory_params(m)
             prior = None if new else conn.execute(_PRIOR, (m.id,)).fetchone()
             if prior is not None:  # a stored memory changes: its row is updated in place
-                seq, indexed, has_vectors = prior[0], prior[1:5], prior[5]
-                conn.execute(_UPDATE, (*params[1:], seq))
-                if indexed != (params[-1], m.keyword_context, m.environment_id, m.layer.value):
+                seq, has_vectors, stored, now = prior[0], prior[1], prior[2:], params[1:]
+                changed = tuple(c for c, value in enumerate(now) if stored[c] != value)
+                if changed:
+                    conn.execute(_update(changed), (*[now[c] for c in changed], seq))
+                if not _INDEXED.isdisjoint(changed):
                     fts.index(conn, seq, m)  # what the keyword index holds of it changed
                 if has_vectors:
                     _bump_vectors(conn, seq)
@@ -487,6 +504,29 @@ class SQLiteStore:
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         return self._vectors.scores_for(self.db.reader(), model_id, vector, memory_ids)
+
+    def vector_search_many(
+        self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> list[VectorAnswer]:
+        # in process: nothing to gain from one statement, each query as asked
+        out = []
+        for q in queries:
+            hits = self.vector_search(vector, model_id, q.flt, limit=q.limit)
+            found = {h.memory_id for h in hits}
+            missing = [i for i in dict.fromkeys(q.also) if i not in found]
+            scores = self.vector_scores(vector, model_id, missing) if missing else {}
+            out.append(VectorAnswer(hits, scores))
+        return out
+
+    def search_streams(
+        self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
+    ) -> Streams:
+        hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
+        nearest = [self.vector_search(vector, model_id, q.flt, limit=q.limit) for q in queries]
+        found = [{h.memory_id for h in hits} for hits in nearest]
+        missing = [h.memory_id for h in hits if any(h.memory_id not in f for f in found)]
+        scores = self.vector_scores(vector, model_id, missing) if missing else {}
+        return Streams(hits, scores, nearest)
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
