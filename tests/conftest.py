@@ -5,16 +5,17 @@ fixture (and so ``engram``) runs each test on a SQLite file and on a fresh Postg
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
 from engram import Engram
 from engram.embeddings.static import StaticEmbedder, ensure_default_static_model
-from engram.store import Store
+from engram.store import EmbeddingUpdate, Store
 from engram.store.sqlite import SQLiteStore
 from tests.pg_server import pg_admin_url, pg_url
 
@@ -33,6 +34,21 @@ class FakeClock:
 
     def advance(self, **kwargs: float) -> None:
         self.now += timedelta(**kwargs)
+
+
+def embed_randomly(
+    store: Store, model_id: str, ids: Sequence[str], rng: np.random.Generator, dim: int = 16
+) -> np.ndarray:
+    """Give each of the (pending) memories ``ids`` a random unit vector of ``model_id``, stored
+    as the indexer would store it; the vectors, in the order of ``ids``."""
+    vecs = rng.standard_normal((len(ids), dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    pending = {p.memory_id: p for p in store.pending_embeddings(model_id, limit=10_000)}
+    store.put_embeddings(
+        model_id,
+        [EmbeddingUpdate(i, pending[i].content_hash, v) for i, v in zip(ids, vecs, strict=True)],
+    )
+    return vecs
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from engram.errors import StorageError
 from engram.store import EmbeddingUpdate
 from engram.store.sqlite import SQLiteStore
 from engram.store.sqlite.migrations import MIGRATIONS, Migration, migrate
+from tests.conftest import embed_randomly
 
 
 def test_migrations_applied_once_and_recorded(tmp_path: Path) -> None:
@@ -74,14 +75,8 @@ def test_vectors_move_to_a_rowid_table_and_keep_every_row(tmp_path: Path) -> Non
             [NewMemory(content=f"m {i}") for i in range(20)], LOCAL, "e"
         )
     ]
-    rng = np.random.default_rng(1)
-    vectors = rng.standard_normal((20, 16)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     pending = {p.memory_id: p for p in store.pending_embeddings("m16", limit=100)}
-    store.put_embeddings(
-        "m16",
-        [EmbeddingUpdate(i, pending[i].content_hash, v) for i, v in zip(ids, vectors, strict=True)],
-    )
+    vectors = embed_randomly(store, "m16", ids, np.random.default_rng(1))
     store.close()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.executescript(OLD_VECTORS)

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
-from engram.store import EmbeddingUpdate
 from engram.store.postgres import PostgresStore, keywords
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, embed_randomly
 
 
 @pytest.fixture
@@ -67,17 +66,8 @@ def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
         added = engram.memories.add_many(
             [NewMemory(content=f"{env} memory {i}") for i in range(count)], LOCAL, env
         )
-        vecs = rng.standard_normal((count, 16)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        pending = {p.memory_id: p for p in pg_store.pending_embeddings("m16", limit=10_000)}
-        pg_store.put_embeddings(
-            "m16",
-            [
-                EmbeddingUpdate(m.id, pending[m.id].content_hash, v)
-                for m, v in zip(added, vecs, strict=True)
-            ],
-        )
-        return [m.id for m in added], vecs
+        ids = [m.id for m in added]
+        return ids, embed_randomly(pg_store, "m16", ids, rng)
 
     ids, vecs = fill("mine", 400)
     fill("other", 400)
@@ -99,17 +89,7 @@ def test_a_filter_passing_few_or_no_memories_is_searched_in_one_statement(
     added = engram.memories.add_many(
         [NewMemory(content=f"few memory {i}") for i in range(30)], LOCAL, "few"
     )
-    rng = np.random.default_rng(8)
-    vecs = rng.standard_normal((30, 16)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    pending = {p.memory_id: p for p in pg_store.pending_embeddings("m16", limit=100)}
-    pg_store.put_embeddings(
-        "m16",
-        [
-            EmbeddingUpdate(m.id, pending[m.id].content_hash, v)
-            for m, v in zip(added, vecs, strict=True)
-        ],
-    )
+    vecs = embed_randomly(pg_store, "m16", [m.id for m in added], np.random.default_rng(8))
     q = vecs[0] + 0.5 * vecs[1]
     q /= np.linalg.norm(q)
     flt = MemoryFilter(environment_ids=[few.id])

@@ -8,27 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory
-from engram.store import EmbeddingUpdate, Store
+from engram.store import Store
 from engram.store.protocol import KeywordQuery, VectorAnswer, VectorQuery
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, embed_randomly
 
 MODEL = "m16"
 
 
 def _fill(store: Store, engram: Engram, env: str, news: list[NewMemory], seed: int) -> list[str]:
-    added = engram.memories.add_many(news, LOCAL, env)
-    rng = np.random.default_rng(seed)
-    vecs = rng.standard_normal((len(added), 16)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    pending = {p.memory_id: p for p in store.pending_embeddings(MODEL, limit=10_000)}
-    store.put_embeddings(
-        MODEL,
-        [
-            EmbeddingUpdate(m.id, pending[m.id].content_hash, v)
-            for m, v in zip(added, vecs, strict=True)
-        ],
-    )
-    return [m.id for m in added]
+    ids = [m.id for m in engram.memories.add_many(news, LOCAL, env)]
+    embed_randomly(store, MODEL, ids, np.random.default_rng(seed))
+    return ids
 
 
 def _one_by_one(store: Store, q: np.ndarray, queries: list[VectorQuery]) -> list[VectorAnswer]:
