@@ -90,9 +90,12 @@ SPACE = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
 schema ``pattern`` and the server agree on what is blank."""
 SPACE_CLASS = "".join(f"\\u{ord(c):04x}" for c in SPACE)
 """:data:`SPACE` as the inside of a regex character class, the same in Python and JSON Schema."""
-NONBLANK_PATTERN = rf"[^{SPACE_CLASS}\u001c-\u001f\u0085]"
-"""A schema ``pattern`` for text with a character that is blank by neither measure, JSON
-Schema's ``\\s`` nor Python's ``str.isspace``: what passes it, ``str.strip()`` leaves non-empty."""
+BLANK_CLASS = SPACE_CLASS + r"\u001c-\u001f\u0085"
+"""What is blank by either measure, JSON Schema's ``\\s`` or Python's ``str.isspace``, as the
+inside of a character class."""
+NONBLANK_PATTERN = rf"[^{BLANK_CLASS}]"
+"""A schema ``pattern`` for text with a character that is not blank by either measure: what
+passes it, ``str.strip()`` leaves non-empty."""
 
 
 def text_problem(value: Any) -> str | None:

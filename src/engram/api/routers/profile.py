@@ -14,14 +14,14 @@ from pydantic import Field
 
 from engram.api.deps import ActorDep, EngramDep
 from engram.capture.habits import MAX_HABIT_CHARS
-from engram.limits import SPACE_CLASS, InputModel
+from engram.limits import BLANK_CLASS, InputModel
 from engram.service.profile import Habit, ProfileStatus
 
 router = APIRouter(tags=["profile"])
-HABIT_PATTERN = rf"[^{SPACE_CLASS}\u001c-\u001f\u0085.!;:,]"
-"""A habit holds one character that is neither blank (as in
-:data:`engram.limits.NONBLANK_PATTERN`) nor the end punctuation its wording drops: what the
-service refuses as empty, the schema refuses too."""
+HABIT_PATTERN = rf"[^{BLANK_CLASS}.!;:,]"
+"""A habit holds one character that is neither blank (:data:`engram.limits.BLANK_CLASS`) nor
+the end punctuation its wording drops: what the service refuses as empty, the schema refuses
+too."""
 HabitText = Annotated[
     str,
     Field(min_length=1, max_length=MAX_HABIT_CHARS, json_schema_extra={"pattern": HABIT_PATTERN}),
