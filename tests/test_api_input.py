@@ -7,6 +7,7 @@ import http.client
 import json
 import socket
 import sqlite3
+import time
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 
 from engram import LOCAL, NewMemory
 from engram.api.errors import ErrorBody
+from engram.api.server import KEEP_ALIVE_SECONDS
 from engram.extraction import NewMessage
 from engram.limits import (
     MAX_BODY_BYTES,
@@ -220,6 +222,20 @@ def test_long_urls_and_headers_get_a_status_not_a_reset(live: Live) -> None:
     # a head beyond even what the parser buffers: 431 and the error body, then a close
     status, body = _raw(live, b"GET /api/v1/facts?tag=" + b"x" * 2 * MAX_REQUEST_HEAD_BYTES)
     refused(status, body, expected=431)
+
+
+def test_an_idle_connection_outlives_the_clients_keep_alive(live: Live) -> None:
+    """httpx drops an idle pooled connection after 5 s; had the server closed it first (its
+    default is also 5 s), a request sent on it as it closed would fail with a reset, as one
+    did in the four-server load test."""
+    wire = Wire(live)
+    assert wire.send("GET", "/api/v1/users/me")[0] == 200
+    expiry = httpx.Limits().keepalive_expiry or 0.0
+    assert expiry * 5 < KEEP_ALIVE_SECONDS
+    time.sleep(expiry + 1.5)
+    assert wire.send("GET", "/api/v1/users/me")[0] == 200
+    assert wire.same_connection
+    wire.close()
 
 
 def test_metadata_and_body_sizes_are_bounded(live: Live) -> None:

@@ -234,7 +234,7 @@ def run_http(
         access_log=False,
         timeout_graceful_shutdown=10,
         server_header=False,
-        **uvicorn_options(),  # request-head limits: a long URL gets 414, not a reset
+        **uvicorn_options(),  # head limits (a long URL gets 414, not a reset) and keep-alive
     )
     background = BackgroundJobs(engram, maintenance_every) if jobs else None
     if background is not None:

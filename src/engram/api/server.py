@@ -18,6 +18,13 @@ from engram.limits import MAX_REQUEST_HEAD_BYTES
 _LINGER_SECONDS = 5.0
 """How long a refused connection keeps reading (and dropping) what the client sends."""
 
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle keep-alive connection stays open. Longer than clients keep theirs (httpx,
+and so the SDK and the hooks, 5 s; uvicorn's own default is also 5 s), so the client is the one
+that closes an idle connection: were the server to close it as the client sends its next
+request, that request would fail with a connection reset (nginx keeps 75 s, for the same
+reason)."""
+
 
 class H11Protocol(_H11Protocol):
     """uvicorn's h11 protocol, answering an unparseable or oversized request head with the one
@@ -56,5 +63,9 @@ class H11Protocol(_H11Protocol):
 
 
 def uvicorn_options() -> dict[str, Any]:
-    """The uvicorn.Config arguments that apply the request-head limits."""
-    return {"http": H11Protocol, "h11_max_incomplete_event_size": MAX_REQUEST_HEAD_BYTES}
+    """The uvicorn.Config arguments that apply the request-head limits and the keep-alive."""
+    return {
+        "http": H11Protocol,
+        "h11_max_incomplete_event_size": MAX_REQUEST_HEAD_BYTES,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+    }
