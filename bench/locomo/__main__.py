@@ -108,6 +108,9 @@ def main() -> None:
             return now
 
         engram = Engram(open_store(Path(tmp) / "locomo.db"), clock=clock, embedder=embedder)
+        # the plain baseline in a store of its own: its turns would otherwise count in the
+        # measured index's BM25 statistics (every word's document frequency)
+        plain = Engram(open_store(Path(tmp) / "plain.db"), clock=clock)
         if args.candidates:
             engram.search._candidates = args.candidates
         if args.keyword_weight is not None:
@@ -129,7 +132,7 @@ def main() -> None:
         t0 = time.perf_counter()
         for conv in convs:
             ingest(engram, conv, conv.sample_id.lower(), with_context=True)
-            ingest(engram, conv, conv.sample_id.lower() + "-plain", with_context=False)
+            ingest(plain, conv, conv.sample_id.lower(), with_context=False)
         t_ingest = time.perf_counter() - t0
         t0 = time.perf_counter()
         embedded = engram.index_pending()
@@ -146,16 +149,18 @@ def main() -> None:
         )
         configs = {"relevance": relevance_only, "streams": streams_only, "score": five_factor}
 
-        def ranking(env: str, q: str, mode: SearchMode, by: str) -> list[str]:
-            engram.search.scoring = configs[by]
-            items = engram.search.search(
+        def ranking(
+            env: str, q: str, mode: SearchMode, by: str, within: Engram = engram
+        ) -> list[str]:
+            within.search.scoring = configs[by]
+            items = within.search.search(
                 q, LOCAL, environment=env, mode=mode, limit=K, count_access=False
             ).items
             return [str(s.memory.metadata["dia_id"]) for s in items]
 
         systems: dict[str, Callable[[Conversation, str], list[str]]] = {
             "plain BM25 (baseline)": lambda c, q: ranking(
-                c.sample_id.lower() + "-plain", q, SearchMode.KEYWORD, "relevance"
+                c.sample_id.lower(), q, SearchMode.KEYWORD, "relevance", plain
             ),
             "keyword": lambda c, q: ranking(
                 c.sample_id.lower(), q, SearchMode.KEYWORD, "relevance"
@@ -200,6 +205,7 @@ def main() -> None:
         keys = [category_name(c) for c in sorted(cats)] + [c.sample_id for c in convs]
         print_groups(groups, keys)
         engram.close()
+        plain.close()
 
 
 def category_name(category: int) -> str:
