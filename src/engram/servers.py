@@ -48,12 +48,13 @@ def http_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
 
 
 def _local_app(engram: Engram, settings: ServerSettings) -> FastAPI:
-    """The REST API and the dashboard."""
+    """The REST API and the dashboard, their routers imported when first needed."""
     from engram.api import create_app
+    from engram.api.lazy import LazyRoutes
     from engram.web import mount as mount_web
 
     app = create_app(engram, settings)
-    mount_web(app, engram)
+    mount_web(app, engram, defer=LazyRoutes)
     return app
 
 

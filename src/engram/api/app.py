@@ -2,76 +2,94 @@
 ``engram serve`` runs it with MCP mounted beside it (:func:`engram.servers.http_app`).
 
 Adding a resource is one module in ``engram.api.routers`` exposing ``router`` and one line in
-:data:`RESOURCES`.
+:data:`RESOURCES`; the module is imported on the first request under its prefix
+(:mod:`engram.api.lazy`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
 
 import engram
 from engram.api import capture_route, docs, errors, idempotency
 from engram.api.guard import RequestLimits
+from engram.api.lazy import LazyRoutes, expanded
 from engram.api.observability import Metrics, Observe
-from engram.api.routers import (
-    audit,
-    capture,
-    context,
-    environments,
-    episodes,
-    extraction,
-    facts,
-    handoffs,
-    health,
-    imports,
-    keys,
-    maintenance,
-    memories,
-    oauth,
-    procedures,
-    profile,
-    providers,
-    reviews,
-    search,
-    soul,
-    users,
-)
+from engram.api.routers import health
 from engram.api.shedding import Shed
 from engram.config import ServerSettings
 from engram.service import Engram
 
 API_PREFIX = "/api/v1"
 
-RESOURCES: tuple[tuple[str, APIRouter], ...] = (
-    # routing tries the routers in this order, and a router's handlers are built the first
-    # time a request is matched against it: the hot paths first (a first search after start
-    # builds these two, not all twenty)
-    ("/search", search.router),
-    ("/context", context.router),
-    ("/facts", facts.router),
-    ("/episodes", episodes.router),
-    ("/procedures", procedures.router),
-    ("/environments", environments.router),
-    ("/users", users.router),
-    ("/keys", keys.router),
-    ("/oauth", oauth.router),
-    ("/audit", audit.router),
-    ("/maintenance", maintenance.router),
-    ("/memories", memories.router),
-    ("/reviews", reviews.router),
-    ("/soul", soul.router),
-    ("/capture", capture.router),
-    ("/profile", profile.router),
-    ("/providers", providers.router),
-    ("/imports", imports.router),
-    ("/handoffs", handoffs.router),
-    ("", extraction.router),  # /extract and /conversations
+RESOURCES: tuple[tuple[str, str], ...] = (
+    # (the router's module in engram.api.routers, its prefix): routing tries them in this
+    # order, and each is imported on the first request under its prefix (engram.api.lazy), or
+    # when a server loads them all once it has answered; the hot paths first
+    ("search", "/search"),
+    ("context", "/context"),
+    ("facts", "/facts"),
+    ("episodes", "/episodes"),
+    ("procedures", "/procedures"),
+    ("environments", "/environments"),
+    ("users", "/users"),
+    ("keys", "/keys"),
+    ("oauth", "/oauth"),
+    ("audit", "/audit"),
+    ("maintenance", "/maintenance"),
+    ("memories", "/memories"),
+    ("reviews", "/reviews"),
+    ("soul", "/soul"),
+    ("capture", "/capture"),
+    ("profile", "/profile"),
+    ("providers", "/providers"),
+    ("imports", "/imports"),
+    ("handoffs", "/handoffs"),
+    ("extraction", ""),
 )
+PATHS = {"extraction": ("/extract", "/conversations")}
+"""The paths of a router without a prefix of its own (every route of it under one of them)."""
+HOT = ("search", "context")
+"""Imported as the app is built: a first search or assembly does not wait for its router."""
+
+
+class EngramAPI(FastAPI):
+    """FastAPI, documenting the routers :class:`LazyRoutes` holds as if they were included."""
+
+    def openapi(self) -> dict[str, Any]:
+        if not self.openapi_schema:
+            self.openapi_schema = get_openapi(
+                title=self.title,
+                version=self.version,
+                openapi_version=self.openapi_version,
+                description=self.description,
+                routes=expanded(self.routes),  # imports every router not yet imported
+            )
+        return self.openapi_schema
+
+
+def resources() -> list[LazyRoutes]:
+    """The API's routers, each imported when first needed (the hot ones at once)."""
+    lazy = []
+    for name, prefix in RESOURCES:
+
+        def include(holder: APIRouter, router: APIRouter, prefix: str = prefix) -> None:
+            responses = errors.ERROR_RESPONSES
+            holder.include_router(router, prefix=API_PREFIX + prefix, responses=responses)
+
+        paths = [API_PREFIX + p for p in PATHS.get(name, (prefix,))]
+        lazy.append(LazyRoutes.of(f"engram.api.routers.{name}", paths, include))
+        if name in HOT:
+            lazy[-1].routes  # noqa: B018 (imports it)
+    return lazy
 
 
 def create_app(service: Engram, settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings()
-    app = FastAPI(
+    app = EngramAPI(
         title="Engram",
         version=engram.__version__,
         description="A self-hosted persistent memory layer for AI. Every /api/v1 request needs "
@@ -93,9 +111,6 @@ def create_app(service: Engram, settings: ServerSettings | None = None) -> FastA
     app.add_middleware(Shed, limit=settings.max_in_flight, metrics=app.state.metrics)
     app.add_middleware(Observe, metrics=app.state.metrics)  # outermost: counts replays too
     app.include_router(health.router)
-    api = APIRouter(responses=errors.ERROR_RESPONSES)
-    for prefix, router in RESOURCES:
-        api.include_router(router, prefix=prefix)
-    app.include_router(api, prefix=API_PREFIX)
+    app.router.routes.extend(resources())
     docs.mount(app)  # /docs from local assets, no CDN
     return app  # engram.servers.http_app mounts MCP at /mcp beside it

@@ -7,34 +7,20 @@ scripts, styles, images and forms; no framing). ``engram.servers.http_app`` moun
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import importlib
+from collections.abc import Awaitable, Callable, Sequence
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.errors import EngramError, InvalidInput
 from engram.service import Engram
-from engram.web import (
-    audit,
-    context,
-    environments,
-    handoffs,
-    keys,
-    live,
-    login,
-    memories,
-    memory,
-    reviews,
-    sessions,
-    soul,
-    transfer,
-    users,
-)
 from engram.web.pages import HERE, PREFIX, SignInRequired, error_page
 from engram.web.session import WebAuth
 
@@ -48,21 +34,23 @@ CSP = (
 """Only this origin, no inline script or style, no framing."""
 
 SCREENS = (
-    login,
-    memories,
-    memory,
-    reviews,
-    soul,
-    context,
-    sessions,
-    live,
-    handoffs,
-    transfer,
-    environments,
-    keys,
-    users,
-    audit,
+    "login",
+    "memories",
+    "memory",
+    "reviews",
+    "soul",
+    "context",
+    "sessions",
+    "live",
+    "handoffs",
+    "transfer",
+    "environments",
+    "keys",
+    "users",
+    "audit",
 )
+"""The screens' modules in engram.web, imported on the first request under /ui (or when a
+server loads every route once it has answered: :mod:`engram.api.lazy`)."""
 
 STATIC = PREFIX + "/static"
 Handler = Callable[[Request, Exception], Awaitable[Response] | Response]
@@ -137,11 +125,16 @@ async def _call(handler: Handler, request: Request, exc: Exception) -> Response:
     return await result if isinstance(result, Awaitable) else result
 
 
-def mount(app: FastAPI, engram: Engram) -> None:
-    """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static."""
+Defer = Callable[[Sequence[str], Callable[[APIRouter], None]], BaseRoute]
+"""Given the paths routes will have and a function adding them to a router, one route that
+stands for them (``engram.api.lazy.LazyRoutes``: built on the first request under a path)."""
+
+
+def mount(app: FastAPI, engram: Engram, defer: Defer | None = None) -> None:
+    """Serve the dashboard at /ui (and / redirecting to it), its assets at /ui/static; the
+    screens' routes through ``defer`` when given (imported when first needed), else at once."""
     app.state.web_templates = Jinja2Templates(directory=HERE / "templates")
     app.state.web_auth = WebAuth(engram.accounts, engram.web_sessions, engram.sign_ins)
-    app.state.web_uploads = transfer.Uploads()
     _html_errors(app)
 
     app.add_middleware(SecurityHeaders)
@@ -151,5 +144,16 @@ def mount(app: FastAPI, engram: Engram) -> None:
         return RedirectResponse(PREFIX + "/", status_code=307)
 
     app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="web-static")
-    for screen in SCREENS:
-        app.include_router(screen.router, prefix=PREFIX, include_in_schema=False)
+
+    def screens(holder: APIRouter) -> None:
+        from engram.web import transfer
+
+        app.state.web_uploads = transfer.Uploads()
+        for name in SCREENS:
+            router = importlib.import_module(f"engram.web.{name}").router
+            holder.include_router(router, prefix=PREFIX, include_in_schema=False)
+
+    if defer is None:
+        screens(app.router)
+    else:
+        app.router.routes.append(defer([PREFIX], screens))
