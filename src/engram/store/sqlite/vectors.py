@@ -96,12 +96,10 @@ def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArr
     return np.asarray(numkong.cdist(query, codes, metric="dot")).reshape(-1)
 
 
-def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-    """``_dots`` over a block, the query packed once per scan: numkong's packed product is about
-    twice as fast as ``cdist`` over 16k rows of 128 codes, with the same integers."""
-    if codes.shape[0] == 0:
-        return np.zeros(0)
-    return np.asarray(numkong.dots_packed(codes, query), dtype=np.float64).reshape(-1)
+def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
+    """``_dots`` over a block with the query packed once: ~2x ``cdist``'s speed over 16k rows of
+    128 codes, the same integers (read as a buffer: a float64 ``asarray`` took a third)."""
+    return np.asarray(memoryview(numkong.dots_packed(codes, query))).reshape(-1)
 
 
 class _Matrix:
@@ -215,8 +213,10 @@ class _Matrix:
     def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.float64]:
         """``query``'s dot with every row's full codes, or its projected (``low``) codes."""
         packed, blocks = numkong.dots_pack(query), self.low if low else self.blocks
-        parts = [_scan(packed, blocks[b][:k]) for b, k in self._block_spans()]
-        return np.concatenate(parts) if parts else np.zeros(0)
+        out = np.empty(self.n)  # float64, as the scores it is multiplied and compared with
+        for b, k in self._block_spans():
+            out[b * BLOCK : b * BLOCK + k] = _scan(packed, blocks[b][:k])
+        return out
 
     # -- the projection ------------------------------------------------------------------
     def _project(self, vectors: Vector) -> npt.NDArray[np.int8]:
@@ -522,7 +522,7 @@ class VectorIndex:
         rows = conn.execute(
             "SELECT memory_seq, vector FROM memory_vectors WHERE model_id = ? AND dim = ? "
             f"AND memory_seq IN ({','.join('?' * len(seqs))})",
-            [model_id, query.shape[0], *(int(s) for s in seqs)],
+            [model_id, query.shape[0], *seqs.tolist()],
         ).fetchall()
         if not rows:
             return []
