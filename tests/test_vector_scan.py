@@ -228,3 +228,26 @@ def test_a_purge_deletes_the_copy_on_disk_and_a_copy_ahead_of_the_database_is_ig
     assert compact(store, q, 50) == exact_top(store, q, 50)
     assert store._vectors.rows_read == 299 + 30  # the file was not used
     store.close()
+
+
+def test_equal_cosines_at_the_limit_are_ordered_by_memory_id(tmp_path: Path) -> None:
+    # the exact stage reads ids only for the best rows and those tied with the last of them:
+    # a tie across the limit must still keep the smallest ids, in id order
+    store = SQLiteStore(tmp_path / "t.db")
+    engram = Engram(store, clock=FakeClock())
+    env = "ties"
+    env_id = engram.environments.create(env, LOCAL).id
+    rng = np.random.default_rng(3)
+    same = rng.standard_normal(DIM).astype(np.float32)
+    same /= np.linalg.norm(same)
+    other = rng.standard_normal((3, DIM)).astype(np.float32) * 0.05 + same
+    other /= np.linalg.norm(other, axis=1, keepdims=True)
+    vectors = np.vstack([np.tile(same, (5, 1)), other])  # five equal best, three near them
+    ids = fill(engram, store, vectors, env)
+    flt = MemoryFilter(environment_ids=[env_id])
+    for limit in (1, 3, 5, 6):
+        hits = store.vector_search(same, MODEL, flt, limit=limit)
+        assert [h.memory_id for h in hits][: min(limit, 5)] == sorted(ids[:5])[: min(limit, 5)]
+        assert len(hits) == limit
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    store.close()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -88,13 +88,14 @@ def served_app(
     settings: ServerSettings,
     after: threading.Event,
     defer: float = DEFER_REMOTE_S,
+    started: Callable[[], None] | None = None,
 ) -> ASGIApp:
     """:func:`http_app` as a server runs it: the REST API and the dashboard answer as soon as
     they are built; MCP and OAuth (the MCP SDK is a third of the start-up) are built on a
     thread once the server is up and ``after`` is set (the embedding model and the vector index
     loaded), as soon as a request for them comes or ``defer`` seconds later, so that the first
     searches do not share the CPU with their build. A request for them waits until they are
-    mounted (see :class:`Remote`)."""
+    mounted (see :class:`Remote`). ``started``: called on that thread once they are built."""
     import anyio.to_thread
 
     app = _local_app(engram, settings)
@@ -114,6 +115,8 @@ def served_app(
         # every route's handler now, rather than on the first request each router gets
         with suppress(NoMatchFound):
             app.url_path_for("\0")
+        if started is not None:
+            started()
         return sessions
 
     async def serve_sessions() -> None:
@@ -219,16 +222,21 @@ def run_http(
 
     from engram.api.server import uvicorn_options
     from engram.blas import limit_blas_threads
+    from engram.collector import settle
     from engram.service.jobs import BackgroundJobs
 
     limit_blas_threads(1)  # requests run side by side: one BLAS thread each (engram.blas)
 
     # the model and the vector index load while the app is built (both wait on I/O and numpy,
-    # which release the GIL): the first semantic search finds them ready
+    # which release the GIL): the first semantic search finds them ready. What start-up built
+    # is frozen out of the garbage collector's passes once warm, and again once MCP and OAuth
+    # are built (engram.collector)
     warmed = threading.Event()
-    threading.Thread(target=_warm, args=(engram, warmed), name="engram-warm", daemon=True).start()
+    threading.Thread(
+        target=_warm, args=(engram, warmed, settle), name="engram-warm", daemon=True
+    ).start()
     config = uvicorn.Config(
-        served_app(engram, settings, warmed),
+        served_app(engram, settings, warmed, started=settle),
         host=settings.host,
         port=settings.port,
         log_config=None,
@@ -247,12 +255,15 @@ def run_http(
             background.stop()
 
 
-def _warm(engram: Engram, done: threading.Event) -> None:
+def _warm(engram: Engram, done: threading.Event, then: Callable[[], None] | None = None) -> None:
+    """Warm ``engram`` up, then call ``then`` (whether or not warming succeeded)."""
     try:
         engram.warm()
     except Exception:  # the first request loads whatever failed here, and reports it
         logging.getLogger("engram.api").exception("warming up failed")
     finally:
+        if then is not None:
+            then()
         done.set()
 
 

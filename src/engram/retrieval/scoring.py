@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from operator import mul
 from typing import Protocol
 
 from engram.models import Layer
@@ -165,7 +166,9 @@ def factor_values(
 
 
 def total(values: tuple[float, ...], weights: tuple[float, ...]) -> float:
-    return sum(v * w for v, w in zip(values, weights, strict=True))
+    if len(values) != len(weights):
+        raise ValueError(f"{len(values)} factor values for {len(weights)} weights")
+    return float(sum(map(mul, values, weights)))  # the sum a loop makes, in its order
 
 
 def breakdown(

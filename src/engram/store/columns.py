@@ -64,9 +64,16 @@ _STATUS = {m.value: m for m in Status}
 _SOURCE = {m.value: m for m in Source}
 
 
+_EMPTY: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
+
+
 def _json(value: Any) -> Any:
-    """A JSON column: text in SQLite, already decoded by psycopg from ``jsonb``."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    """A JSON column: text in SQLite (most often an empty list or object, made without the
+    parser), already decoded by psycopg from ``jsonb``."""
+    if isinstance(value, str):
+        empty = _EMPTY.get(value)
+        return empty() if empty is not None else json.loads(value)
+    return json.loads(value) if isinstance(value, bytes) else value
 
 
 def _constructed(**values: Any) -> Memory:
@@ -109,37 +116,63 @@ class RowMapper(TimedRows):
     def memory(self, row: Sequence[Any]) -> Memory:
         """A Memory from a row in ``MEMORY_FIELDS`` order (``details`` as the layer's JSON
         text); extra columns after those are ignored."""
-        values = dict(zip(MEMORY_FIELDS, tuple(row)[: len(MEMORY_FIELDS)], strict=True))
-        layer = _LAYER[values["layer"]]
-        episode, procedure = _details(layer, values["details"])
+        (
+            id_,
+            environment_id,
+            layer_value,
+            status,
+            category,
+            content,
+            tags,
+            importance,
+            confidence,
+            source,
+            pinned,
+            supersedes,
+            superseded_by,
+            merged_into,
+            created_at,
+            updated_at,
+            last_accessed_at,
+            access_count,
+            reinforcement_count,
+            author,
+            metadata,
+            details,
+            version,
+            keyword_context,
+            thread,
+        ) = tuple(row)[: len(MEMORY_FIELDS)]
+        layer = _LAYER[layer_value]
+        episode, procedure = _details(layer, details)
         # rows are written only by the stores, from validated models: skip re-validation
         return _constructed(
-            id=values["id"],
-            environment_id=values["environment_id"],
+            id=id_,
+            environment_id=environment_id,
             layer=layer,
-            content=values["content"],
-            category=values["category"],
-            tags=_json(values["tags"]),
-            importance=values["importance"],
-            confidence=values["confidence"],
-            source=_SOURCE[values["source"]],
-            status=_STATUS[values["status"]],
-            pinned=bool(values["pinned"]),
-            supersedes=values["supersedes"],
-            superseded_by=values["superseded_by"],
-            merged_into=values["merged_into"],
-            created_at=self._time(values["created_at"]),
-            updated_at=self._time(values["updated_at"]),
-            last_accessed_at=self._maybe_time(values["last_accessed_at"]),
-            access_count=values["access_count"],
-            reinforcement_count=values["reinforcement_count"],
-            author=values["author"],
-            metadata=_json(values["metadata"]),
+            content=content,
+            category=category,
+            tags=_json(tags),
+            importance=importance,
+            confidence=confidence,
+            source=_SOURCE[source],
+            status=_STATUS[status],
+            pinned=bool(pinned),
+            supersedes=supersedes,
+            superseded_by=superseded_by,
+            merged_into=merged_into,
+            created_at=self._time(created_at),
+            updated_at=self._time(updated_at),
+            last_accessed_at=self._maybe_time(last_accessed_at),
+            access_count=access_count,
+            reinforcement_count=reinforcement_count,
+            author=author,
+            metadata=_json(metadata),
             episode=episode,
             procedure=procedure,
-            keyword_context=values["keyword_context"],
-            thread=values["thread"],
-            version=values["version"],
+            keyword_context=keyword_context,
+            thread=thread,
+            version=version,
             redactions={},  # given, so pydantic computes no default (slow: it inspects the factory)
         )
 

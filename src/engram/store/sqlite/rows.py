@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from engram.errors import StorageError
@@ -66,8 +67,9 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
     )
 
 
-ROWS = RowMapper(time=lambda value: datetime.fromtimestamp(value, UTC))
-"""Rows to value objects: timestamps are stored as epoch seconds."""
+ROWS = RowMapper(time=partial(datetime.fromtimestamp, tz=UTC))
+"""Rows to value objects: timestamps are stored as epoch seconds (read without a Python frame
+per timestamp: a partial, not a lambda)."""
 memory_from_row = ROWS.memory
 environment_from_row = ROWS.environment
 
