@@ -19,7 +19,7 @@ kernels: about 6× faster than a float32 matrix product over the same rows):
 
 1. from ``PROJECT_FROM`` rows, a scan of the rows projected onto their 128 principal
    directions (centred; fitted on a sample, refitted when the matrix has doubled) picks a pool
-   of ``max(20 × limit, 2,000, n / 50)`` candidates (below, every row is a candidate);
+   of ``max(20 × limit, 4,000)`` candidates, whatever the size (``vector_pool``);
 2. the full 8-bit codes re-score the pool and keep ``limit + max(limit / 2, 32)``;
 3. those are re-scored exactly from their float32 blobs in SQLite, so the scores returned are
    exact cosines and the order is the exact order among them.
@@ -53,6 +53,7 @@ import numpy.typing as npt
 
 from engram import heap
 from engram.models import Layer, Status
+from engram.store.sqlite import vector_pool
 
 Vector = npt.NDArray[np.float32]
 Rows = npt.NDArray[np.intp]
@@ -326,7 +327,7 @@ class VectorIndex:
         self._env_codes: dict[str, int] = {}
         self._epoch = -1
         self._seen: dict[tuple[int, str], int] = {}  # (connection, model) -> data_version
-        self._rows_cache: dict[tuple[object, ...], Rows] = {}
+        self._rows_cache: dict[tuple[object, ...], tuple[Rows, npt.NDArray[np.bool_] | None]] = {}
         # the last query's first-stage scores: context assembly asks once per layer with the
         # same vector
         self._memo: tuple[object, npt.NDArray[np.float64]] | None = None
@@ -493,13 +494,12 @@ class VectorIndex:
                 else:
                     scores = matrix.scan(_query_codes(q), low=False) * matrix.scale[:n]
                 self._memo = (key, scores)
-            candidates = self._rows(matrix, model_id, env_ids, layers, statuses)
+            candidates, passing = self._rows(matrix, model_id, env_ids, layers, statuses)
             if candidates.size == 0:
                 return []
             if projected:  # stage 1 done: the full codes re-score the pool
-                pool = min(candidates.size, max(20 * limit, 2000, n // 50))
-                if pool < candidates.size:
-                    candidates = candidates[np.argpartition(-scores[candidates], pool - 1)[:pool]]
+                pool = vector_pool.pool_size(limit)
+                candidates = vector_pool.best_rows(scores, pool, candidates, passing)
                 coarse = _dots(_query_codes(q), matrix.codes_of(candidates))
                 coarse = coarse * matrix.scale[candidates]
             else:
@@ -541,9 +541,9 @@ class VectorIndex:
         env_ids: Sequence[str],
         layers: Sequence[Layer],
         statuses: Sequence[Status],
-    ) -> Rows:
-        """Rows passing the filter; cached until the matrix changes (the same filters recur
-        across queries and across the layers of one context assembly)."""
+    ) -> tuple[Rows, npt.NDArray[np.bool_] | None]:
+        """Rows passing the filter and their mask (``None``: all pass); cached until the
+        matrix changes (the same filters recur across queries and an assembly's layers)."""
         key = (
             model_id,
             self._epoch,
@@ -568,8 +568,8 @@ class VectorIndex:
         rows = np.flatnonzero(mask)
         if len(self._rows_cache) >= 64:
             self._rows_cache.clear()
-        self._rows_cache[key] = rows
-        return rows
+        self._rows_cache[key] = found = (rows, None if rows.size == n else mask)
+        return found
 
     def scores_for(
         self,
