@@ -18,10 +18,14 @@ passing rows do.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
 Rows = npt.NDArray[np.intp]
+Scores = npt.NDArray[np.int32] | npt.NDArray[np.floating[Any]]
+"""A stage's scores: the 8-bit dot products as they come, or scaled to cosines."""
 
 POOL = 4000
 """Rows re-scored by the full codes, at least (see the module doc for the recall measured)."""
@@ -35,9 +39,7 @@ def pool_size(limit: int) -> int:
     return max(20 * limit, POOL)
 
 
-def best_rows(
-    scores: npt.NDArray[np.generic], size: int, rows: Rows, passing: npt.NDArray[np.bool_] | None
-) -> Rows:
+def best_rows(scores: Scores, size: int, rows: Rows, passing: npt.NDArray[np.bool_] | None) -> Rows:
     """The ``size`` entries of ``rows`` (the rows passing a filter, ascending; ``passing``
     their mask over every row, ``None`` when every row passes) of highest ``scores``, in no
     particular order: what ``argpartition`` of ``scores[rows]`` picks."""

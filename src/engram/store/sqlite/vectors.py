@@ -98,12 +98,12 @@ def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArr
     return np.asarray(numkong.cdist(query, codes, metric="dot")).reshape(-1)
 
 
-def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
     """``_dots`` over a block, the query packed once per scan: numkong's packed product is about
     twice as fast as ``cdist`` over 16k rows of 128 codes, with the same integers."""
     if codes.shape[0] == 0:
-        return np.zeros(0)
-    return np.asarray(numkong.dots_packed(codes, query), dtype=np.float64).reshape(-1)
+        return np.zeros(0, dtype=np.int32)
+    return np.asarray(numkong.dots_packed(codes, query), dtype=np.int32).reshape(-1)
 
 
 class _Matrix:
@@ -214,11 +214,11 @@ class _Matrix:
                 return
             yield b, min(BLOCK, self.n - start)
 
-    def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.float64]:
+    def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.int32]:
         """``query``'s dot with every row's full codes, or its projected (``low``) codes."""
         packed, blocks = numkong.dots_pack(query), self.low if low else self.blocks
         parts = [_scan(packed, blocks[b][:k]) for b, k in self._block_spans()]
-        return np.concatenate(parts) if parts else np.zeros(0)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
 
     # -- the projection ------------------------------------------------------------------
     def _project(self, vectors: Vector) -> npt.NDArray[np.int8]:
@@ -330,7 +330,7 @@ class VectorIndex:
         self._rows_cache: dict[tuple[object, ...], tuple[Rows, npt.NDArray[np.bool_] | None]] = {}
         # the last query's first-stage scores: context assembly asks once per layer with the
         # same vector
-        self._memo: tuple[object, npt.NDArray[np.float64]] | None = None
+        self._memo: tuple[object, vector_pool.Scores] | None = None
         self.rows_read = 0
         """Vector rows read from the database by refreshes (a restart that finds its copy on
         disk reads only the rows written since it was saved)."""
@@ -487,7 +487,7 @@ class VectorIndex:
             projected = matrix.basis is not None
             key = (model_id, self._epoch, matrix.rev, n, matrix.fitted_at, q.tobytes())
             if self._memo is not None and self._memo[0] == key:
-                scores = self._memo[1]
+                scores: vector_pool.Scores = self._memo[1]
             else:
                 if projected:
                     scores = matrix.scan(matrix.low_query(q), low=True)
@@ -500,7 +500,7 @@ class VectorIndex:
             if projected:  # stage 1 done: the full codes re-score the pool
                 pool = vector_pool.pool_size(limit)
                 candidates = vector_pool.best_rows(scores, pool, candidates, passing)
-                coarse = _dots(_query_codes(q), matrix.codes_of(candidates))
+                coarse: vector_pool.Scores = _dots(_query_codes(q), matrix.codes_of(candidates))
                 coarse = coarse * matrix.scale[candidates]
             else:
                 coarse = scores[candidates]
