@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory, Status
-from engram.store.sqlite import SQLiteStore, keyword
+from engram.store.sqlite import SQLiteStore, fts, keyword
+from engram.store.sqlite.rows import where
 
 
 def _store(tmp_path: Path) -> tuple[SQLiteStore, Engram, str]:
@@ -67,8 +68,8 @@ def test_same_hits_as_filtering_every_match(tmp_path: Path, seed: int) -> None:
         query = " ".join(rng.sample(words, 2))
         limit = rng.choice([1, 5, 20, 60])
         hits = store.keyword_search(query, flt, limit=limit)
-        terms, match = keyword.fts.plan(conn, query, flt, store._term_counts)
-        cond, params = keyword.where(flt)
+        _, match = fts.plan(conn, query, flt, store._term_counts)
+        cond, params = where(flt)
         every = keyword._filtered_inside(conn, match, cond, params, limit)
         # equal scores may be ordered either way: compare the scores, and the ids above ties
         assert [round(h.score, 9) for h in hits] == [round(float(r[1]), 9) for r in every]

@@ -42,5 +42,7 @@ def test_a_sample_that_misses_falls_back_to_every_row() -> None:
 
 
 def test_the_pool_does_not_grow_with_the_store() -> None:
-    assert vector_pool.pool_size(10) == vector_pool.POOL
-    assert vector_pool.pool_size(500) == 10_000
+    assert vector_pool.pool_size(10, 1_000_000) == vector_pool.POOL
+    assert vector_pool.pool_size(10, 10_000_000) == vector_pool.POOL
+    assert vector_pool.pool_size(10, 100_000) == 2000  # as before at 100k
+    assert vector_pool.pool_size(500, 1_000_000) == 10_000

@@ -3,8 +3,8 @@
 **A fixed size.** The pool was ``n / 50`` rows, so its selection and re-scoring grew with the
 store (20,000 rows at a million memories: 11 ms to choose, 13 ms to re-score). On the
 benchmark's million memories a pool of ``POOL`` rows finds the same top 10 as the exact
-float32 scan for 0.998 of them (2,000: 0.996; 20,000: 1.000; 50 queries), so the pool is
-``max(20 × limit, POOL)`` at every size.
+float32 scan for 0.998 of them (2,000: 0.996; 20,000: 1.000; 50 queries), so the share of
+``n`` in the pool stops at ``POOL`` (from 200,000 rows; below, the pool is as it was).
 
 **Chosen without sorting a million scores.** ``argpartition`` over every row's score costs
 about 10 ms at a million rows. Instead a threshold is read from every ``STEP``-th score (a
@@ -35,8 +35,10 @@ SAMPLED_FROM = 1 << 16
 """Below this many rows every passing row's score is partitioned directly (fast enough)."""
 
 
-def pool_size(limit: int) -> int:
-    return max(20 * limit, POOL)
+def pool_size(limit: int, n: int) -> int:
+    """``max(20 × limit, 2,000, n / 50)`` as before up to 200,000 rows (the same answers
+    there), and never more than ``POOL`` for the share of ``n``."""
+    return max(20 * limit, 2000, min(n // 50, POOL))
 
 
 def best_rows(scores: Scores, size: int, rows: Rows, passing: npt.NDArray[np.bool_] | None) -> Rows:

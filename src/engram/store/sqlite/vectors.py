@@ -19,7 +19,7 @@ kernels: about 6× faster than a float32 matrix product over the same rows):
 
 1. from ``PROJECT_FROM`` rows, a scan of the rows projected onto their 128 principal
    directions (centred; fitted on a sample, refitted when the matrix has doubled) picks a pool
-   of ``max(20 × limit, 4,000)`` candidates, whatever the size (``vector_pool``);
+   of ``max(20 × limit, 2,000, min(n / 50, 4,000))`` candidates (``vector_pool``);
 2. the full 8-bit codes re-score the pool and keep ``limit + max(limit / 2, 32)``;
 3. those are re-scored exactly from their float32 blobs in SQLite, so the scores returned are
    exact cosines and the order is the exact order among them.
@@ -498,7 +498,7 @@ class VectorIndex:
             if candidates.size == 0:
                 return []
             if projected:  # stage 1 done: the full codes re-score the pool
-                pool = vector_pool.pool_size(limit)
+                pool = vector_pool.pool_size(limit, n)
                 candidates = vector_pool.best_rows(scores, pool, candidates, passing)
                 coarse: vector_pool.Scores = _dots(_query_codes(q), matrix.codes_of(candidates))
                 coarse = coarse * matrix.scale[candidates]
