@@ -19,7 +19,7 @@ import numpy as np
 
 from engram.accounts import AuditEntry
 from engram.errors import StorageError
-from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
+from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.protocol import (
@@ -36,7 +36,7 @@ from engram.store.protocol import (
     VectorAnswer,
     VectorQuery,
 )
-from engram.store.sqlite import fts, locks
+from engram.store.sqlite import fts, keyword, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
 from engram.store.sqlite.capture import SQLiteCaptureStore
@@ -66,7 +66,6 @@ from engram.store.sqlite.rows import (
 )
 from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
-from engram.text import content_words
 
 _PLACEHOLDERS = ",".join("?" * (len(MEMORY_FIELDS) + 1))
 _INSERT = f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({_PLACEHOLDERS})"
@@ -439,23 +438,7 @@ class SQLiteStore:
 
     # -- search ------------------------------------------------------------------------------
     def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        conn = self.db.reader()
-        terms, match = fts.plan(conn, query, flt, self._term_counts)
-        if not terms:
-            return []
-        cond, params = where(flt)
-        rank = fts.rank_expression()
-        # the texts are read for the hits kept, not for every row the sort sees
-        rows = conn.execute(
-            "SELECT t.id, t.score, f.text, f.context, t.layer FROM ("
-            f"SELECT m.id AS id, -{rank} AS score, m.layer AS layer, memories_fts.rowid AS seq "
-            "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {cond} ORDER BY {rank} LIMIT ?"
-            ") t JOIN memories_fts f ON f.rowid = t.seq ORDER BY t.score DESC",
-            [match, *params, limit],
-        ).fetchall()
-        words = list(dict.fromkeys(content_words(query)))
-        return [Hit(r[0], float(r[1]), *fts.matched(words, r[2], r[3]), Layer(r[4])) for r in rows]
+        return keyword.search(self.db.reader(), self._term_counts, query, flt, limit=limit)
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int

@@ -19,22 +19,20 @@ kernels: about 6× faster than a float32 matrix product over the same rows):
 
 1. from ``PROJECT_FROM`` rows, a scan of the rows projected onto their 128 principal
    directions (centred; fitted on a sample, refitted when the matrix has doubled) picks a pool
-   of ``max(20 × limit, 2,000, n / 50)`` candidates (below, every row is a candidate);
+   of ``max(20 × limit, 2,000, min(n / 50, 4,000))`` candidates (``vector_pool``);
 2. the full 8-bit codes re-score the pool and keep ``limit + max(limit / 2, 32)``;
 3. those are re-scored exactly from their float32 blobs in SQLite, so the scores returned are
    exact cosines and the order is the exact order among them.
 
-An HNSW graph (usearch) and an inverted-file partition were measured (``bench/latency``) and
-rejected: recall@10 against this scan of 0.30-0.79 (HNSW, ef 64-512) and 0.45-0.85 (IVF, 4-34 %
-of lists probed) at 50k, and HNSW inserts at 140-630/s on 2 cores (a million-row bulk load
-would not be searchable in the ten minutes allowed).
+An HNSW graph (usearch) and an inverted-file partition were measured and rejected (README:
+recall@10 0.30-0.85 against this scan at 50k; HNSW inserts at 140-630/s on 2 cores).
 
 **Kept between runs.** ``save`` (called when the store closes) writes the codes, the
 projection and the ``rev`` they reflect to ``<database>.vectors/``; the next process loads
 that file (about ``dim + 146`` bytes a row: the codes, the projection and the row data) and
 catches up from its ``rev`` instead of re-reading every blob. The file is a cache: a stale
-epoch, or a history other than the database's (a restored backup: the file's newest ``rev`` is
-ahead, or names other rows) discards it, and deleting it is always safe.
+epoch or another history (a restored backup: its newest ``rev`` ahead, or other rows) discards
+it; deleting it is always safe.
 """
 
 from __future__ import annotations
@@ -52,6 +50,7 @@ import numpy.typing as npt
 
 from engram import heap
 from engram.models import Layer, Status
+from engram.store.sqlite import vector_pool
 
 Vector = npt.NDArray[np.float32]
 Rows = npt.NDArray[np.intp]
@@ -97,8 +96,11 @@ def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArr
 
 
 def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
-    """``_dots`` over a block with the query packed once: ~2x ``cdist``'s speed over 16k rows of
-    128 codes, the same integers (read as a buffer: a float64 ``asarray`` took a third)."""
+    """``_dots`` over a block, the query packed once per scan: numkong's packed product is about
+    twice as fast as ``cdist`` over 16k rows of 128 codes, with the same integers (read as a
+    buffer: an ``asarray`` of the tensor took a third of the scan)."""
+    if codes.shape[0] == 0:
+        return np.zeros(0, dtype=np.int32)
     return np.asarray(memoryview(numkong.dots_packed(codes, query))).reshape(-1)
 
 
@@ -210,10 +212,10 @@ class _Matrix:
                 return
             yield b, min(BLOCK, self.n - start)
 
-    def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.float64]:
+    def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.int32]:
         """``query``'s dot with every row's full codes, or its projected (``low``) codes."""
         packed, blocks = numkong.dots_pack(query), self.low if low else self.blocks
-        out = np.empty(self.n)  # float64, as the scores it is multiplied and compared with
+        out = np.empty(self.n, dtype=np.int32)
         for b, k in self._block_spans():
             out[b * BLOCK : b * BLOCK + k] = _scan(packed, blocks[b][:k])
         return out
@@ -325,10 +327,10 @@ class VectorIndex:
         self._env_codes: dict[str, int] = {}
         self._epoch = -1
         self._seen: dict[tuple[int, str], int] = {}  # (connection, model) -> data_version
-        self._rows_cache: dict[tuple[object, ...], Rows] = {}
+        self._rows_cache: dict[tuple[object, ...], tuple[Rows, npt.NDArray[np.bool_] | None]] = {}
         # the last query's first-stage scores: context assembly asks once per layer with the
         # same vector
-        self._memo: tuple[object, npt.NDArray[np.float64]] | None = None
+        self._memo: tuple[object, vector_pool.Scores] | None = None
         self.rows_read = 0
         """Vector rows read from the database by refreshes (a restart that finds its copy on
         disk reads only the rows written since it was saved)."""
@@ -485,21 +487,20 @@ class VectorIndex:
             projected = matrix.basis is not None
             key = (model_id, self._epoch, matrix.rev, n, matrix.fitted_at, q.tobytes())
             if self._memo is not None and self._memo[0] == key:
-                scores = self._memo[1]
+                scores: vector_pool.Scores = self._memo[1]
             else:
                 if projected:
                     scores = matrix.scan(matrix.low_query(q), low=True)
                 else:
                     scores = matrix.scan(_query_codes(q), low=False) * matrix.scale[:n]
                 self._memo = (key, scores)
-            candidates = self._rows(matrix, model_id, env_ids, layers, statuses)
+            candidates, passing = self._rows(matrix, model_id, env_ids, layers, statuses)
             if candidates.size == 0:
                 return []
             if projected:  # stage 1 done: the full codes re-score the pool
-                pool = min(candidates.size, max(20 * limit, 2000, n // 50))
-                if pool < candidates.size:
-                    candidates = candidates[np.argpartition(-scores[candidates], pool - 1)[:pool]]
-                coarse = _dots(_query_codes(q), matrix.codes_of(candidates))
+                pool = vector_pool.pool_size(limit, n)
+                candidates = vector_pool.best_rows(scores, pool, candidates, passing)
+                coarse: vector_pool.Scores = _dots(_query_codes(q), matrix.codes_of(candidates))
                 coarse = coarse * matrix.scale[candidates]
             else:
                 coarse = scores[candidates]
@@ -541,9 +542,9 @@ class VectorIndex:
         env_ids: Sequence[str],
         layers: Sequence[Layer],
         statuses: Sequence[Status],
-    ) -> Rows:
-        """Rows passing the filter; cached until the matrix changes (the same filters recur
-        across queries and across the layers of one context assembly)."""
+    ) -> tuple[Rows, npt.NDArray[np.bool_] | None]:
+        """Rows passing the filter and their mask (``None``: all pass); cached until the
+        matrix changes (the same filters recur across queries and an assembly's layers)."""
         key = (
             model_id,
             self._epoch,
@@ -568,8 +569,8 @@ class VectorIndex:
         rows = np.flatnonzero(mask)
         if len(self._rows_cache) >= 64:
             self._rows_cache.clear()
-        self._rows_cache[key] = rows
-        return rows
+        self._rows_cache[key] = found = (rows, None if rows.size == n else mask)
+        return found
 
     def scores_for(
         self,
