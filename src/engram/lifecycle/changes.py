@@ -15,22 +15,22 @@ from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.dedup import merged_confidence
 from engram.models import Action, Memory, MemoryVersion, NewMemory, Status
 from engram.store import Change
+from engram.trusted import construct
 
 
 def record(memory: Memory, action: Action, actor: Actor, reason: str = "") -> Change:
-    """A memory's new state with the version that records it."""
-    return Change(
-        memory,
-        MemoryVersion(
-            memory_id=memory.id,
-            version=memory.version,
-            action=action,
-            at=memory.updated_at,
-            actor=actor.label,
-            reason=reason,
-            snapshot=memory,
-        ),
-    )
+    """A memory's new state with the version that records it (built unvalidated: every value
+    is the valid memory's own, or typed here)."""
+    version = {
+        "memory_id": memory.id,
+        "version": memory.version,
+        "action": action,
+        "at": memory.updated_at,
+        "actor": actor.label,
+        "reason": reason,
+        "snapshot": memory,
+    }
+    return Change(memory, construct(MemoryVersion, version))
 
 
 def step(memory: Memory, now: datetime, **updates: Any) -> Memory:
@@ -49,7 +49,7 @@ def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: A
     # a model's __dict__ holds its fields (no extras: NewMemory forbids them)
     fields = {k: v for k, v in new.__dict__.items() if k not in _NOT_COPIED}
     fields.update(updates)
-    return Memory(
+    fields.update(
         id=new_id("mem_"),
         environment_id=env_id,
         created_at=created,
@@ -57,8 +57,27 @@ def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: A
         updated_at=created,
         author=new.author or actor.user_id,
         version=1,
-        **fields,
     )
+    if updates.keys() <= _TRUSTED_UPDATES and isinstance(updates.get("redactions", {}), dict):
+        # the validated input's own values, and fields typed here: unvalidated, with the
+        # defaults of what a new memory does not say (a copy of each mutable one)
+        fields.update(_NEW_DEFAULTS, tags=list(new.tags), metadata=dict(new.metadata))
+        fields.setdefault("redactions", {})
+        return construct(Memory, {name: fields[name] for name in Memory.model_fields})
+    return Memory(**fields)
+
+
+_TRUSTED_UPDATES = frozenset({"redactions"})
+_NEW_DEFAULTS: dict[str, Any] = {
+    "status": Status.ACTIVE,
+    "supersedes": None,
+    "superseded_by": None,
+    "merged_into": None,
+    "last_accessed_at": None,
+    "access_count": 0,
+    "reinforcement_count": 0,
+}
+"""What a new memory holds of the fields a caller does not supply."""
 
 
 def merge(

@@ -83,13 +83,14 @@ def _content(ws: list[str]) -> set[str]:
     return {norm(w) for w in ws if w not in STOPWORDS and w not in NEGATIONS}
 
 
-def _names(text: str) -> set[str]:
+@lru_cache(maxsize=65_536)
+def _names(text: str) -> frozenset[str]:
     """Capitalised words (the first too, unless a stopword): names of people, places,
     products."""
     tokens = _NAME_RE.findall(text)
     if tokens and tokens[0].lower() in STOPWORDS:
         tokens = tokens[1:]
-    return {norm(t.lower().replace("’", "'")) for t in tokens if t[0].isupper()}
+    return frozenset(norm(t.lower().replace("’", "'")) for t in tokens if t[0].isupper())
 
 
 def _show(ws: set[str] | frozenset[str]) -> str:

@@ -89,7 +89,7 @@ def decide(
     decide: rule 1 checks only duplicates (always within the band), rule 2 stops at the first
     contradiction it may act on, and a check made by rule 1 is not made again.
     """
-    ranked = sorted(candidates, key=lambda c: c.similarity, reverse=True)
+    ranked = sorted(candidates, key=_similarity, reverse=True)
     made: dict[int, Finding] = {}
 
     def finding(at: int) -> Finding:
@@ -98,21 +98,37 @@ def decide(
             found = made[at] = check(ranked[at].memory.content, new_text)
         return found
 
-    for at, c in enumerate(ranked):
-        if c.is_duplicate(cfg) and finding(at).verdict not in (Verdict.CLEAR, Verdict.DISTINCT):
-            return Decision(Move.MERGE, c, made[at])
+    # Candidate.is_duplicate and in_band, inlined (a write ranks about 40 candidates)
+    dup_j, dup_cos = cfg.dedup_jaccard, cfg.dedup_cosine
+    least = min(dup_j, dup_cos)
+    for at, (_, j, cos) in enumerate(ranked):
+        if j >= dup_j or (cos is not None and cos >= dup_cos):
+            if finding(at).verdict not in (Verdict.CLEAR, Verdict.DISTINCT):
+                return Decision(Move.MERGE, ranked[at], made[at])
+        elif max(j, 0.0 if cos is None else cos) < least:
+            break  # ranked by similarity: no later candidate is a duplicate either
     if not contradictions:
         return CREATE
+    band_j, band_cos = cfg.contradiction_jaccard, cfg.contradiction_cosine
     review: Decision[F] | None = None
-    for at, c in enumerate(ranked):
-        band = c.in_band(cfg)
-        if not band and not (c.jaccard > 0.0 and may_be_clear(c.memory.content, new_text)):
+    for at, (fact, j, cos) in enumerate(ranked):
+        if j >= dup_j or (cos is not None and cos >= dup_cos):
+            band = True
+        else:
+            band = cos >= band_cos if cos is not None else j >= band_j
+        if not band and not (j > 0.0 and may_be_clear(fact.content, new_text)):
             continue
         f = finding(at)
-        if f.verdict is Verdict.CLEAR and supersede_allowed(f, c.memory, cfg):
-            return Decision(Move.SUPERSEDE, c, f)
+        if f.verdict is Verdict.CLEAR and supersede_allowed(f, fact, cfg):
+            return Decision(Move.SUPERSEDE, ranked[at], f)
         if review is None and (
             f.verdict is Verdict.CLEAR or (band and f.verdict is Verdict.UNCLEAR)
         ):
-            review = Decision(Move.REVIEW, c, f)
+            review = Decision(Move.REVIEW, ranked[at], f)
     return CREATE if review is None else review
+
+
+def _similarity(c: Candidate[Fact]) -> float:
+    """:attr:`Candidate.similarity`, as a plain function (a sort key)."""
+    cos = c.cosine
+    return c.jaccard if cos is None or cos < c.jaccard else cos

@@ -6,8 +6,7 @@ content-word sets (works with no embedder at all) and the cosine of their embedd
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from engram.lifecycle.config import LifecycleConfig
 from engram.text import content_word_frozenset, distinct_content_words
@@ -59,9 +58,9 @@ def jaccard(a: frozenset[str], b: frozenset[str] | tuple[str, ...]) -> float:
     return shared / (len(a) + len(b) - shared)
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate(Generic[F]):
-    """An existing active fact compared with a new text."""
+class Candidate(NamedTuple, Generic[F]):
+    """An existing active fact compared with a new text (a named tuple: a write builds about
+    40 of them, a third of the cost of a frozen dataclass each)."""
 
     memory: F
     jaccard: float

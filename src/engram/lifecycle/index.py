@@ -1,11 +1,17 @@
 """The candidate index: the active facts of one environment by content word, in memory.
 
-A write looks up the facts it may duplicate or contradict with a few dictionary hits instead of
-a keyword query on the store: every fact sharing one of the new text's lookup terms (see
+A write looks up the facts it may duplicate or contradict with a few array operations instead
+of a keyword query on the store: every fact sharing one of the new text's lookup terms (see
 :func:`engram.lifecycle.claims.lookup_terms`) scores the rarity of each term it shares, and the
 best ``limit`` are returned, each with its Jaccard index against the new text. A term held by
 more than ``COMMON`` facts ("prefers", a project's name in a big environment) only adds to the
 score of facts a rarer term found, so a lookup costs about the postings of its rare terms.
+
+Each fact has an integer slot; a word's postings are the slots of the facts holding it, in the
+order they were entered (an ``array`` of 64-bit integers, read by numpy without a copy), so a
+lookup scores its terms' postings in C rather than fact by fact. A removed fact's slot is marked
+dead and skipped (a word's weight counts its live facts alone); a word's postings are compacted
+once more than half of them are dead.
 
 An entry is the fact's text, importance and pin (:class:`~engram.store.protocol.MemoryText`,
 read cheaply for a whole environment) or a whole :class:`~engram.models.Memory` the write path
@@ -18,137 +24,177 @@ it in step with writes.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from array import array
 from collections.abc import Iterable
-from heapq import nlargest
-from operator import itemgetter
 
-from engram.lifecycle.dedup import Candidate, Fact, fact_words, jaccard, word_set
+import numpy as np
+import numpy.typing as npt
+
+from engram.lifecycle.dedup import Candidate, Fact, fact_words, word_set
 from engram.models import Layer, Memory, Status
-from engram.store.protocol import MemoryText
 
 COMMON = 256
 """Postings from which a term only re-scores facts that rarer terms found."""
-PARTIAL_SORT = 2000
-"""Scored facts from which the best are picked with a heap rather than by sorting them all
-(below it sorting is faster)."""
+NORM = 1e-6
+"""Per word of a fact, subtracted from its score: ties go to the shorter fact, as a keyword
+ranking's length norm would."""
+
+_Entry = tuple[Fact, tuple[str, ...]]
+"""A fact (its :class:`MemoryText`, or the whole memory the write path put there) and its
+distinct words."""
 
 
-_Entry = tuple[str, float, bool, tuple[str, ...]]
-"""A fact's text, importance, pin and distinct words: plain values in plain tuples, which the
-garbage collector stops tracking, so an index of 100k facts adds nothing to its full passes."""
+class _Postings:
+    """The slots holding one word, oldest first (dead ones included until compacted)."""
+
+    __slots__ = ("live", "slots")
+
+    def __init__(self) -> None:
+        self.slots = array("q")
+        self.live = 0
 
 
 class CandidateIndex:
     def __init__(self, facts: Iterable[Fact] = ()) -> None:
         """``facts``: active facts (each entered as it is, unchecked)."""
-        self._facts: dict[str, _Entry] = {}
-        self._whole: dict[str, Memory] = {}
-        """The facts entered as whole memories (by the write path), handed out as they are."""
-        self._by_word: dict[str, set[str]] = {}
-        self._norm: dict[str, float] = {}
-        """Per fact: the length norm a lookup subtracts from its first term's weight."""
+        self._slot: dict[str, int] = {}
+        self._entries: list[_Entry | None] = []
+        self._by_word: dict[str, _Postings] = {}
+        self._alive = np.zeros(0, dtype=np.bool_)
+        self._norm = np.zeros(0, dtype=np.float64)
         self._enter_all(facts)
 
     def _enter_all(self, facts: Iterable[Fact]) -> None:
-        """:meth:`_enter` for many facts at once (the same postings, in the same order), each
-        distinct text read into words once."""
-        entries, norm, whole = self._facts, self._norm, self._whole
-        by_word: defaultdict[str, set[str]] = defaultdict(set)
-        by_word.update(self._by_word)
+        """:meth:`_enter` for many facts at once, each distinct text read into words once."""
         seen: dict[str, tuple[str, ...]] = {}
+        entered: list[tuple[Fact, tuple[str, ...]]] = []
         for f in facts:
             words = seen.get(f.content)
             if words is None:
                 words = seen[f.content] = tuple(fact_words(f.content))
-            entries[f.id] = (f.content, f.importance, f.pinned, words)
-            norm[f.id] = 1e-6 * len(words)
-            if isinstance(f, Memory):
-                whole[f.id] = f
-            for w in words:
-                by_word[w].add(f.id)
-        self._by_word = dict(by_word)
+            entered.append((f, words))
+        self._grow(len(self._entries) + len(entered))
+        for f, words in entered:
+            self._enter(f, words)
+
+    def _grow(self, need: int) -> None:
+        if need <= len(self._alive):
+            return
+        size = max(need, 2 * len(self._alive), 64)
+        alive, norm = np.zeros(size, dtype=np.bool_), np.zeros(size, dtype=np.float64)
+        alive[: len(self._alive)], norm[: len(self._norm)] = self._alive, self._norm
+        self._alive, self._norm = alive, norm
 
     def __len__(self) -> int:
-        return len(self._facts)
-
-    def _fact(self, memory_id: str, entry: _Entry) -> Fact:
-        whole = self._whole.get(memory_id)
-        return whole if whole is not None else MemoryText(memory_id, *entry[:3])
+        return len(self._slot)
 
     def get(self, memory_id: str) -> tuple[Fact, frozenset[str]] | None:
         """The fact and its word set."""
-        entry = self._facts.get(memory_id)
-        return None if entry is None else (self._fact(memory_id, entry), frozenset(entry[3]))
+        slot = self._slot.get(memory_id)
+        entry = None if slot is None else self._entries[slot]
+        return None if entry is None else (entry[0], frozenset(entry[1]))
 
     def put(self, memory: Memory, words: frozenset[str] | None = None) -> None:
         """Index the memory's current state: an active fact is (re)indexed, anything else
         leaves the index. ``words``: its :func:`word_set`, if the caller has it."""
-        self.remove(memory.id)
         if memory.layer is not Layer.FACT or memory.status is not Status.ACTIVE:
+            self.remove(memory.id)
             return
-        self._enter(memory, word_set(memory.content) if words is None else words)
+        slot = self._slot.get(memory.id)
+        entry = None if slot is None else self._entries[slot]
+        if slot is not None and entry is not None and entry[0].content == memory.content:
+            self._entries[slot] = (memory, entry[1])  # the same words: the same postings
+            return
+        self.remove(memory.id)
+        self._grow(len(self._entries) + 1)
+        self._enter(memory, tuple(word_set(memory.content) if words is None else words))
 
-    def _enter(self, fact: Fact, words: frozenset[str]) -> None:
-        self._facts[fact.id] = (fact.content, fact.importance, fact.pinned, tuple(words))
-        if isinstance(fact, Memory):
-            self._whole[fact.id] = fact
-        self._norm[fact.id] = 1e-6 * len(words)
+    def _enter(self, fact: Fact, words: tuple[str, ...]) -> None:
+        slot = len(self._entries)
+        self._entries.append((fact, words))
+        self._slot[fact.id] = slot
+        self._alive[slot], self._norm[slot] = True, NORM * len(words)
         by_word = self._by_word
         for w in words:
-            ids = by_word.get(w)
-            if ids is None:
-                by_word[w] = {fact.id}
-            else:
-                ids.add(fact.id)
+            postings = by_word.get(w)
+            if postings is None:
+                postings = by_word[w] = _Postings()
+            postings.slots.append(slot)
+            postings.live += 1
 
     def remove(self, memory_id: str) -> None:
-        old = self._facts.pop(memory_id, None)
-        if old is None:
+        slot = self._slot.pop(memory_id, None)
+        if slot is None:
             return
-        del self._norm[memory_id]
-        self._whole.pop(memory_id, None)
-        for w in old[3]:
-            ids = self._by_word.get(w)
-            if ids is not None:
-                ids.discard(memory_id)
-                if not ids:
-                    del self._by_word[w]
+        entry = self._entries[slot]
+        self._entries[slot] = None
+        self._alive[slot] = False
+        if entry is None:
+            return
+        for w in entry[1]:
+            postings = self._by_word[w]
+            postings.live -= 1
+            if not postings.live:
+                del self._by_word[w]
+            elif len(postings.slots) > 2 * postings.live + 16:
+                alive = self._alive
+                postings.slots = array("q", (s for s in postings.slots if alive[s]))
 
     def lookup(
         self, terms: Iterable[str], words: frozenset[str], limit: int
     ) -> list[Candidate[Fact]]:
         """The ``limit`` facts sharing the most (and rarest) of ``terms``, as candidates scored
-        by Jaccard against ``words`` (the new text's word set)."""
-        by_word, norm = self._by_word, self._norm
-        if not by_word:
+        by Jaccard against ``words`` (the new text's word set); of equal scores the fact entered
+        last first."""
+        by_word = self._by_word
+        found = sorted(
+            (p for t in dict.fromkeys(terms) if (p := by_word.get(t)) is not None),
+            key=lambda p: p.live,
+        )
+        if not found or limit <= 0:
             return []
-        postings = sorted((ids for t in dict.fromkeys(terms) if (ids := by_word.get(t))), key=len)
-        if not postings:
-            return []
-        first = postings[0]
-        weight = 1.0 / math.log(2.0 + len(first))
-        # ties go to the shorter fact, as a keyword ranking's length norm would
-        scores = {i: weight - norm[i] for i in first}
-        for ids in postings[1:]:
-            weight = 1.0 / math.log(2.0 + len(ids))
-            if len(ids) <= COMMON:
-                get = scores.get
-                for i in ids:
-                    score = get(i)
-                    scores[i] = weight - norm[i] if score is None else score + weight
-            else:  # only re-score: each found fact holding the term gains its weight once
-                for i in ids.intersection(scores):
-                    scores[i] += weight
-        ranked = scores.items()
-        if len(scores) > PARTIAL_SORT:  # the same order as sorting all, at a fraction of the cost
-            best = nlargest(limit, ranked, key=itemgetter(1))
-        else:
-            best = sorted(ranked, key=itemgetter(1), reverse=True)[:limit]
-        facts, whole = self._facts, self._whole
+        rare = [p for p in found if p.live <= COMMON] or found[:1]
+        common = found[len(rare) :]
+        slots, scores = _scores(rare)
+        for p in common:  # only re-score: each found fact holding the term gains its weight
+            held = _slots(p)
+            at = np.searchsorted(held, slots)
+            at[at == len(held)] = 0
+            scores[held[at] == slots] += _weight(p)
+        alive = self._alive[slots]
+        slots, scores = slots[alive], scores[alive] - self._norm[slots[alive]]
+        if len(slots) > limit:  # the best and every tie of the last of them, then sorted
+            best = scores >= -np.partition(-scores, limit - 1)[limit - 1]
+            slots, scores = slots[best], scores[best]
+        order = np.lexsort((-slots, -scores))[:limit]
+        entries = self._entries
         out: list[Candidate[Fact]] = []
-        for i, _ in best:
-            content, importance, pinned, w = facts[i]
-            f: Fact = whole.get(i) or MemoryText(i, content, importance, pinned)
-            out.append(Candidate(f, jaccard(words, w)))
+        for slot in slots[order].tolist():
+            entry = entries[slot]
+            assert entry is not None  # a live slot
+            fact, held_words = entry
+            shared = len(words.intersection(held_words))
+            union = len(words) + len(held_words) - shared
+            out.append(Candidate(fact, shared / union if union else 1.0))
         return out
+
+
+def _slots(p: _Postings) -> npt.NDArray[np.int64]:
+    """A word's postings as an array (a copy: the postings may grow while it is held)."""
+    return np.frombuffer(p.slots, dtype=np.int64).copy()
+
+
+def _weight(p: _Postings) -> float:
+    return 1.0 / math.log(2.0 + p.live)
+
+
+def _scores(rare: list[_Postings]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Every slot the postings hold (ascending) and the sum of the weights of those holding it."""
+    if len(rare) == 1:
+        slots = _slots(rare[0])
+        return slots, np.full(len(slots), _weight(rare[0]))
+    held = np.concatenate([np.frombuffer(p.slots, dtype=np.int64) for p in rare])
+    weights = np.repeat([_weight(p) for p in rare], [len(p.slots) for p in rare])
+    slots, inverse = np.unique(held, return_inverse=True)
+    summed = np.bincount(inverse, weights=weights, minlength=len(slots))
+    return slots, summed.astype(np.float64, copy=False)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from engram.scrub.core import PRIVATE, marker, scrub_text
-from engram.scrub.patterns import BUILTIN, Pattern
+from engram.scrub.patterns import BUILTIN, Pattern, fold
 
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 __all__ = ["PRIVATE", "Redactions", "ScrubConfig", "Scrubber", "marker"]
@@ -57,6 +58,11 @@ class Redactions:
         return dict(self.kinds)
 
 
+NONE = Redactions(MappingProxyType({}))
+_Needles = tuple[tuple[str, ...], tuple[str, ...]]
+"""Nothing removed (shared: a write scrubs dozens of clean strings)."""
+
+
 class Scrubber:
     """Replaces every secret the patterns find with ``[REDACTED:<kind>]`` and drops
     ``<private>…</private>`` spans (an unclosed one runs to the end of the text).
@@ -86,6 +92,7 @@ class Scrubber:
         self._allow = frozenset(config.allow)
         self._allow_res = tuple(allow_res)
         self._clean: dict[str, None] = {}
+        self._needles: tuple[tuple[Pattern, ...], _Needles | None] | None = None
 
     def _allowed(self, text: str) -> bool:
         return text in self._allow or any(r.search(text) for r in self._allow_res)
@@ -93,7 +100,7 @@ class Scrubber:
     def scrub(self, text: str) -> tuple[str, Redactions]:
         """``text`` without its secrets, and what was removed."""
         if text in self._clean:  # scrubbed before and found clean (a write scrubs twice)
-            return text, Redactions({})
+            return text, NONE
         out, found = self._scrub(text)
         if not found.kinds and out == text and len(text) <= CLEAN_MEMO_CHARS:
             if len(self._clean) >= CLEAN_MEMO:
@@ -101,7 +108,32 @@ class Scrubber:
             self._clean[text] = None
         return out, found
 
+    def _prefilter(self) -> _Needles | None:
+        """Every pattern's needles, as they are and folded, when every pattern has some (for
+        the patterns this scrubber holds now)."""
+        cached = self._needles
+        if cached is None or cached[0] is not self.patterns:
+            patterns = self.patterns
+            needles = None
+            if all(p.needles for p in patterns):
+                needles = (
+                    tuple(n for p in patterns if not p.fold for n in p.needles),
+                    tuple(n for p in patterns if p.fold for n in p.needles),
+                )
+            self._needles = cached = (patterns, needles)
+        return cached[1]
+
     def _scrub(self, text: str) -> tuple[str, Redactions]:
+        needles = self._prefilter()
+        if needles is not None:  # most texts hold no needle of any pattern: none can match
+            raw, folded_needles = needles
+            folded = fold(text)
+            if (
+                not ("<" in text and "private" in folded)
+                and not any(map(folded.__contains__, folded_needles))
+                and not any(map(text.__contains__, raw))
+            ):
+                return text, NONE
         out, counts = scrub_text(text, self.patterns, self._allowed)
         return out, Redactions(counts)
 

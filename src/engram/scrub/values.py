@@ -67,11 +67,11 @@ def _walk(s: Scrubber, value: Any, found: list[Redactions]) -> Any:
             found.append(red)
         return value if text == value else text
     if isinstance(value, BaseModel):
-        update = _fields(s, value, _scrubbed_fields(type(value)), frozenset(), found)
+        update = _fields(s, value.__dict__, _kept_fields(type(value)), found)
         return value.model_copy(update=update) if update else value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = [f.name for f in dataclasses.fields(value)]
-        update = _fields(s, value, names, KEEP, found)
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        update = _fields(s, fields, KEEP, found)
         return dataclasses.replace(value, **update) if update else value
     if isinstance(value, dict):
         items = [(_walk(s, k, found), _walk(s, v, found)) for k, v in value.items()]
@@ -87,21 +87,35 @@ def _walk(s: Scrubber, value: Any, found: list[Redactions]) -> Any:
 
 
 @cache
-def _scrubbed_fields(model: type[BaseModel]) -> tuple[str, ...]:
-    """The names of a model's fields that may hold free text (all but :data:`KEEP`)."""
-    keep = KEEP | _KEEP_IN.get(model.__name__, frozenset())
-    return tuple(name for name in model.model_fields if name not in keep)
+def _kept_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The names of a model's fields that hold no free text (:data:`KEEP`, and its own)."""
+    return KEEP | _KEEP_IN.get(model.__name__, frozenset())
 
 
 def _fields(
-    s: Scrubber, obj: Any, names: Any, keep: frozenset[str], found: list[Redactions]
+    s: Scrubber, values: dict[str, Any], keep: frozenset[str], found: list[Redactions]
 ) -> dict[str, Any]:
+    """The scrubbed values of the fields (by name) that scrubbing changes."""
     update = {}
-    for name in names:
+    for name, old in values.items():
+        kind = type(old)
+        # what _walk would do, without a call for most fields (a write walks several models)
+        if kind in _LEAVES or issubclass(kind, Enum) or (not old and kind in _EMPTY):
+            continue
         if name in keep:
             continue
-        old = getattr(obj, name)
+        if kind is str:
+            text, red = s.scrub(old)
+            if red:
+                found.append(red)
+            if text != old:
+                update[name] = text
+            continue
         new = _walk(s, old, found)
         if new is not old:
             update[name] = new
     return update
+
+
+_EMPTY = frozenset({str, list, dict, tuple})
+"""Containers and text that hold nothing to scrub when empty."""
