@@ -96,7 +96,9 @@ TOKENS_PER_CANDIDATE = 25
 STREAM_DEPTH = 1.5
 """Each stream's candidates per layer, as a multiple of the candidates kept (at least 100)."""
 READ_AHEAD = 16
-"""Memories read at once when packing reaches one not read yet."""
+"""Memories read at least at once when packing reaches one not read yet: as many more as the
+budget left could hold at ``TOKENS_PER_CANDIDATE`` tokens each (one read for most packings: on
+PostgreSQL each read is a round trip)."""
 
 
 def tier_of(memory: Memory) -> TierName:
@@ -175,11 +177,14 @@ class _Pool:
     def of(self, tier: TierName) -> list[tuple[str, TierName]]:
         return [o for o in self.order if o[1] == tier]
 
-    def get(self, walk: Sequence[tuple[str, TierName]], at: int) -> Memory | None:
+    def get(self, walk: Sequence[tuple[str, TierName]], at: int, room: int) -> Memory | None:
+        """The memory at ``walk[at]``, read with those after it that ``room`` tokens could
+        hold."""
         memory_id = walk[at][0]
         if memory_id not in self._loaded and memory_id not in self._gone:
+            ahead = max(READ_AHEAD, room // TOKENS_PER_CANDIDATE + 1)
             chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
-                :READ_AHEAD
+                :ahead
             ]
             for m in self._load(chunk):
                 self._loaded[m.id] = m
@@ -407,7 +412,8 @@ class ContextService:
             if min(limit, packing.budget) - packing.used < smallest:
                 packing.dropped[tier] += 1
                 continue
-            memory = pool.get(walk, at)
+            # read ahead for the whole budget left: the walks after this one reach them too
+            memory = pool.get(walk, at, packing.budget - packing.used)
             if memory is not None:
                 packing.offer(memory, pool.scored, limit)
 
