@@ -5,7 +5,8 @@ For each size (default 10k and 100k; 1,000,000 on request, about half an hour): 
 clients, in batches), the time until every memory is also searchable semantically (the
 background indexer, then the first search, which loads the vectors), p50/p95 of hybrid search
 and of assemble_context (query embedding included), the vector path's recall@10 against an
-exact float32 scan of every stored vector, and peak RSS: of the process, and per memory for
+exact float32 scan of every stored vector (on both stores: PostgreSQL's is its HNSW index at
+the search's ``hnsw.ef_search``), and peak RSS: of the process, and per memory for
 the part the store adds (the process before the store opened is the harness and the model).
 On PostgreSQL also what a commit costs with and without waiting for the WAL flush, and the 8
 clients again with the server's synchronous_commit off (what the flush wait costs them).
