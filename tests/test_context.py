@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -141,3 +141,25 @@ def test_packed_memories_are_read_in_one_batch(
     facts = next(t for t in ctx.tiers if t.name == "facts")
     assert len(facts.items) >= 40
     assert len(reads) == 1, reads
+
+
+def test_assembly_reads_its_environment_once(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment an assembly resolved is the one its Soul tier renders for: read once,
+    not again by id for the Soul."""
+    engram.environments.create("work", LOCAL)
+    engram.memories.add(NewMemory(content="The deploy runs from the main branch"), LOCAL, "work")
+    store = engram.store
+    lookups: list[str] = []
+    for name in ("get_environment", "find_environment"):
+        real = getattr(store, name)
+
+        def lookup(*args: str, _real: Callable[..., object] = real, _name: str = name) -> object:
+            lookups.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(store, name, lookup)
+    ctx = engram.context.assemble(LOCAL, "deploy branch", environment="work", max_tokens=1000)
+    assert any(t.name == "soul" for t in ctx.tiers)
+    assert lookups == ["find_environment"]

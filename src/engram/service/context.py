@@ -32,7 +32,7 @@ from engram.errors import InvalidInput
 from engram.extraction.turns import is_message, message_id_of, source_ids
 from engram.hashed import HashedMemo
 from engram.limits import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
-from engram.models import MESSAGE_CATEGORY, Layer, Memory, MemoryFilter
+from engram.models import MESSAGE_CATEGORY, Environment, Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
     AssembledContext,
     ContextItem,
@@ -58,7 +58,8 @@ class SoulTier:
     note: str = ""
 
 
-SoulRenderer = Callable[[Actor, str | None, int], SoulTier]
+SoulRenderer = Callable[[Actor, Environment, int], SoulTier]
+"""The Soul's tier for an environment already resolved (not read again)."""
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ class ContextService:
         soul_budget = int(max_tokens * budgets.soul)
         soul_used = soul_tokens = 0
         if self.soul is not None and soul_budget > 0:
-            block = self.soul(actor, env.id, soul_budget)
+            block = self.soul(actor, env, soul_budget)
             tiers.append(
                 ContextTier(name="soul", budget=soul_budget, used=block.tokens, note=block.note)
             )
