@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram import LOCAL, Engram, Layer, NewMemory
-from engram.models import EpisodeDetails, ProcedureDetails
+from engram.models import EpisodeDetails, Memory, ProcedureDetails
 from engram.tokens import count_tokens
 
 FACTS = [
@@ -111,3 +114,52 @@ def test_budget_is_never_exceeded(engram: Engram, lengths: list[int], budget: in
     assert ctx.tokens == count_tokens(ctx.text) <= budget
     # a tier may grow past its guaranteed share, never the block past max_tokens
     assert sum(tier.used for tier in ctx.tiers) <= budget
+
+
+def test_packed_memories_are_read_in_one_batch(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An assembly reads the memories its budget can hold in one store read (on PostgreSQL
+    each read is a round trip), not a few at a time as packing reaches them."""
+    engram.memories.add_many(
+        [
+            NewMemory(content=f"Deploy note {i}: the deploy runs from the main branch")
+            for i in range(60)
+        ],
+        LOCAL,
+    )
+    store = engram.store
+    reads: list[int] = []
+    real = store.get
+
+    def get(memory_ids: Sequence[str]) -> list[Memory]:
+        reads.append(len(memory_ids))
+        return real(memory_ids)
+
+    monkeypatch.setattr(store, "get", get)
+    ctx = engram.context.assemble(LOCAL, "deploy main branch", max_tokens=2000)
+    facts = next(t for t in ctx.tiers if t.name == "facts")
+    assert len(facts.items) >= 40
+    assert len(reads) == 1, reads
+
+
+def test_assembly_reads_its_environment_once(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The environment an assembly resolved is the one its Soul tier renders for: read once,
+    not again by id for the Soul."""
+    engram.environments.create("work", LOCAL)
+    engram.memories.add(NewMemory(content="The deploy runs from the main branch"), LOCAL, "work")
+    store = engram.store
+    lookups: list[str] = []
+    for name in ("get_environment", "find_environment"):
+        real = getattr(store, name)
+
+        def lookup(*args: str, _real: Callable[..., object] = real, _name: str = name) -> object:
+            lookups.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(store, name, lookup)
+    ctx = engram.context.assemble(LOCAL, "deploy branch", environment="work", max_tokens=1000)
+    assert any(t.name == "soul" for t in ctx.tiers)
+    assert lookups == ["find_environment"]

@@ -32,7 +32,7 @@ from engram.errors import InvalidInput
 from engram.extraction.turns import is_message, message_id_of, source_ids
 from engram.hashed import HashedMemo
 from engram.limits import MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS
-from engram.models import MESSAGE_CATEGORY, Layer, Memory, MemoryFilter
+from engram.models import MESSAGE_CATEGORY, Environment, Layer, Memory, MemoryFilter
 from engram.retrieval.models import (
     AssembledContext,
     ContextItem,
@@ -58,7 +58,8 @@ class SoulTier:
     note: str = ""
 
 
-SoulRenderer = Callable[[Actor, str | None, int], SoulTier]
+SoulRenderer = Callable[[Actor, Environment, int], SoulTier]
+"""The Soul's tier for an environment already resolved (not read again)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,9 @@ TOKENS_PER_CANDIDATE = 25
 STREAM_DEPTH = 1.5
 """Each stream's candidates per layer, as a multiple of the candidates kept (at least 100)."""
 READ_AHEAD = 16
-"""Memories read at once when packing reaches one not read yet."""
+"""Memories read at least at once when packing reaches one not read yet: as many more as the
+budget left could hold at ``TOKENS_PER_CANDIDATE`` tokens each (one read for most packings: on
+PostgreSQL each read is a round trip)."""
 
 
 def tier_of(memory: Memory) -> TierName:
@@ -175,11 +178,14 @@ class _Pool:
     def of(self, tier: TierName) -> list[tuple[str, TierName]]:
         return [o for o in self.order if o[1] == tier]
 
-    def get(self, walk: Sequence[tuple[str, TierName]], at: int) -> Memory | None:
+    def get(self, walk: Sequence[tuple[str, TierName]], at: int, room: int) -> Memory | None:
+        """The memory at ``walk[at]``, read with those after it that ``room`` tokens could
+        hold."""
         memory_id = walk[at][0]
         if memory_id not in self._loaded and memory_id not in self._gone:
+            ahead = max(READ_AHEAD, room // TOKENS_PER_CANDIDATE + 1)
             chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
-                :READ_AHEAD
+                :ahead
             ]
             for m in self._load(chunk):
                 self._loaded[m.id] = m
@@ -344,7 +350,7 @@ class ContextService:
         soul_budget = int(max_tokens * budgets.soul)
         soul_used = soul_tokens = 0
         if self.soul is not None and soul_budget > 0:
-            block = self.soul(actor, env.id, soul_budget)
+            block = self.soul(actor, env, soul_budget)
             tiers.append(
                 ContextTier(name="soul", budget=soul_budget, used=block.tokens, note=block.note)
             )
@@ -407,7 +413,8 @@ class ContextService:
             if min(limit, packing.budget) - packing.used < smallest:
                 packing.dropped[tier] += 1
                 continue
-            memory = pool.get(walk, at)
+            # read ahead for the whole budget left: the walks after this one reach them too
+            memory = pool.get(walk, at, packing.budget - packing.used)
             if memory is not None:
                 packing.offer(memory, pool.scored, limit)
 

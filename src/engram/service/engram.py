@@ -13,7 +13,7 @@ from engram.embeddings import load_embedder
 from engram.embeddings.protocol import Embedder
 from engram.extraction.keys import KEY_FILE, KeyBox
 from engram.lifecycle.config import LifecycleConfig
-from engram.models import MemoryFilter
+from engram.models import Environment, MemoryFilter
 from engram.private_files import prepare_home
 from engram.scrub import Scrubber
 from engram.scrub.store import ScrubbingStore
@@ -165,7 +165,9 @@ class Engram:
             handoffs=settings.handoffs,
         )
 
-    def _soul_block(self, actor: Actor, environment: str | None, max_tokens: int) -> SoulTier:
+    def _soul_block(
+        self, actor: Actor, environment: str | Environment | None, max_tokens: int
+    ) -> SoulTier:
         rendered = self.soul.render(actor, environment, max_tokens)
         notes = []
         if rendered.truncated:

@@ -110,7 +110,7 @@ class EnvironmentService:
 
     def resolve(
         self,
-        ref: str | None,
+        ref: str | Environment | None,
         actor: Actor,
         need: Role = Role.READER,
         scope: Scope | None = None,
@@ -118,8 +118,12 @@ class EnvironmentService:
         """An environment by id (the actor's own or shared with them) or by name (the actor's
         own); ``None`` means the default. ``need`` is the role the caller's action requires,
         ``scope`` the key scope (default: the one ``need`` implies). With no ``ref``, the
-        actor's project (created on first use when the actor may write) comes first."""
-        env = self._find(ref, actor) if ref or not actor.project else self._project(actor)
+        actor's project (created on first use when the actor may write) comes first. An
+        ``Environment`` already read in this call is checked, not read again."""
+        if isinstance(ref, Environment):
+            env = ref
+        else:
+            env = self._find(ref, actor) if ref or not actor.project else self._project(actor)
         self.check(env, self.role_of(env, actor), need, actor, scope)
         return env
 

@@ -22,6 +22,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import Conflict, NotFound
 from engram.ids import new_id
+from engram.models import Environment
 from engram.scrub import Scrubber
 from engram.service.environments import EnvironmentService, require_scope
 from engram.soul.blocks import (
@@ -103,7 +104,7 @@ class SoulService:
         return name
 
     # -- effective reads ---------------------------------------------------------------------
-    def view(self, actor: Actor, environment: str | None = None) -> SoulView:
+    def view(self, actor: Actor, environment: str | Environment | None = None) -> SoulView:
         """Every block as ``environment`` (default: the default environment) sees it."""
         env = self._envs.resolve(environment, actor)
         top, overrides = self._stored(actor, env.id)
@@ -124,7 +125,7 @@ class SoulService:
     def render(
         self,
         actor: Actor,
-        environment: str | None = None,
+        environment: str | Environment | None = None,
         max_tokens: int = DEFAULT_SOUL_TOKENS,
     ) -> RenderedSoul:
         """The effective Soul as XML in at most ``max_tokens`` tokens (two SQL reads)."""
