@@ -2,10 +2,9 @@
 vectors, loaded from ``memory_vectors``, refreshed incrementally and kept on disk beside the
 database between runs.
 
-**Compact.** A vector is held as 8-bit codes with one float scale per row (``dim + 4`` bytes
-instead of ``4 × dim``), in blocks of ``BLOCK`` rows so that growing never copies the matrix.
-No memory id is held per row: a row knows its memory by ``seq`` (an int64), and the ids of the
-few rows returned are read with their exact float32 vectors from SQLite.
+**Compact.** A vector is 8-bit codes and one float scale per row (``dim + 4`` bytes, not
+``4 × dim``), in blocks of ``BLOCK`` rows (growing never copies the matrix), known by its
+memory's ``seq``: the ids of the few rows returned are read with their float32 vectors.
 
 **Fresh.** Rows carry a ``rev`` from a store-wide counter, bumped whenever a vector is written
 *or its memory changes* (so the environment, layer and status kept beside each row stay
