@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -14,6 +15,20 @@ from engram.store.columns import MEMORY_FIELDS, RowMapper
 from engram.text import content_hash
 
 MEMORY_COLUMNS = ", ".join(MEMORY_FIELDS)
+
+IN_STEP = 32
+"""``IN (...)`` lists of looked-up keys are padded to a multiple of this many placeholders."""
+
+
+def in_list(values: Sequence[Any]) -> tuple[str, list[Any]]:
+    """The placeholders of ``IN (...)`` over ``values`` and its parameters, padded with the last
+    value to a multiple of ``IN_STEP`` (a key listed twice matches its row once): the lists of a
+    search vary in length, and a statement whose text recurs is answered from the connection's
+    statement cache instead of compiled again (~0.3 ms for a list of 200 ids)."""
+    params = list(values)
+    if params:
+        params += [params[-1]] * (-len(params) % IN_STEP)
+    return ",".join("?" * len(params)), params
 
 
 def inserted_rowid(cur: sqlite3.Cursor) -> int:

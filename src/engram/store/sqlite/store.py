@@ -59,6 +59,7 @@ from engram.store.sqlite.rows import (
     MEMORY_COLUMNS,
     ROWS,
     environment_from_row,
+    in_list,
     inserted_rowid,
     memory_from_row,
     memory_params,
@@ -285,10 +286,9 @@ class SQLiteStore:
         conn = self.db.reader()
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+            marks, chunk = in_list(ids[start : start + 500])
             rows = conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", chunk
             ).fetchall()
             for row in rows:
                 found[row[0]] = memory_from_row(row)
@@ -299,11 +299,10 @@ class SQLiteStore:
         conn = self.db.reader()
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
+            marks, chunk = in_list(ids[start : start + 500])
             rows = conn.execute(
                 "SELECT id, layer, importance, confidence, updated_at, access_count, author, "
-                "thread, category, created_at FROM memories "
-                f"WHERE id IN ({','.join('?' * len(chunk))})",
+                f"thread, category, created_at FROM memories WHERE id IN ({marks})",
                 chunk,
             )
             out.extend(ROWS.rank_fields(r) for r in rows)

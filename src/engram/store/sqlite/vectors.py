@@ -50,6 +50,7 @@ import numpy.typing as npt
 from engram import heap
 from engram.models import Layer, Status
 from engram.store.sqlite import vector_pool
+from engram.store.sqlite.rows import in_list
 
 Vector = npt.NDArray[np.float32]
 Rows = npt.NDArray[np.intp]
@@ -530,8 +531,8 @@ class VectorIndex:
         exact = vectors.reshape(len(rows), query.shape[0]) @ query
         last = len(rows) - min(limit, len(rows))
         near = {rows[i][0]: float(exact[i]) for i in np.flatnonzero(exact >= np.sort(exact)[last])}
-        marks = ",".join("?" * len(near))
-        ids = conn.execute(f"SELECT id, seq FROM memories WHERE seq IN ({marks})", list(near))
+        marks, params = in_list(list(near))
+        ids = conn.execute(f"SELECT id, seq FROM memories WHERE seq IN ({marks})", params)
         return sorted(((i, near[s]) for i, s in ids), key=lambda h: (-h[1], h[0]))[:limit]
 
     def _rows(
@@ -584,8 +585,7 @@ class VectorIndex:
         q = query.astype(np.float32)
         ids = list(dict.fromkeys(memory_ids))
         for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
+            marks, chunk = in_list(ids[start : start + 500])
             rows = conn.execute(
                 # CROSS JOIN keeps this order: the memories by id, then their vector by key
                 "SELECT m.id, v.vector FROM memories m CROSS JOIN memory_vectors v "
