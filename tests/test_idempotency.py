@@ -13,13 +13,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from starlette.types import Message
 
 from engram import Engram
 from engram.api import ServerSettings, create_app
 from engram.api import idempotency as idem
 from engram.cli.keys import bootstrap
+from engram.store.idempotency import InFlight, Reservation
 from engram.store.postgres import PostgresStore
 from engram.store.protocol import Store
 from engram.store.sqlite import SQLiteStore
@@ -219,6 +222,29 @@ def test_concurrent_duplicates_run_once(served: Served) -> None:
             assert r.headers["retry-after"] == "1"
     counts = row_counts(store)
     assert counts["memories"] == before["memories"] + 1
+
+
+def test_a_duplicate_that_read_before_the_answer_was_kept_replays_it(served: Served) -> None:
+    """The interleaving the concurrent test met now and then: a duplicate read the reservation
+    while the first request ran (executed, not yet answered); by the time it asked whether the
+    owner still held it, the owner had kept its answer and let go. It replays that answer
+    instead of a 409 "carried out, answer lost" (what it answered before the fix)."""
+    engram = served.engram
+    user, now = _owner_id(served), engram.clock()
+    store = engram.store.idempotency
+    assert store.reserve(user, "late", "fp", idem.OWNER, now, now - timedelta(days=1)) is None
+    stale = Reservation("fp", idem.OWNER, now, executed=True)  # what the duplicate read
+    store.answer(user, "late", idem.OWNER, 201, "application/json", b'{"id": "mem_x"}')
+    middleware = idem.IdempotencyMiddleware(create_app(engram), engram, ServerSettings())
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    inflight = InFlight(user, "late", idem.OWNER)
+    anyio.run(middleware._repeat, send, inflight, stale, "fp")  # the owner no longer holds it
+    assert sent[0]["status"] == 201
+    assert b"".join(m.get("body", b"") for m in sent[1:]) == b'{"id": "mem_x"}'
 
 
 def test_a_dead_servers_reservation(served: Served, clock: FakeClock) -> None:

@@ -204,6 +204,12 @@ class IdempotencyMiddleware:
         elif found.answered:
             await _replay(send, found)
         elif found.executed and not self._held(found, inflight, now):
+            # its owner keeps the answer, then stops holding it: it may have been answered
+            # since ``found`` was read
+            again = await anyio.to_thread.run_sync(self._look_again, inflight, fp)
+            if again is not None and again.answered:
+                await _replay(send, again)
+                return
             await _send(
                 send,
                 Conflict(
@@ -223,6 +229,15 @@ class IdempotencyMiddleware:
                 ),
                 retry_after=1,
             )
+
+    def _look_again(self, inflight: InFlight, fp: str) -> Reservation | None:
+        """The reservation as it is now (``None``: gone; the one reading it made is dropped)."""
+        now = self.engram.clock()
+        user_id, key = inflight.user_id, inflight.key
+        found = self.store.reserve(user_id, key, fp, OWNER, now, now - RETENTION)
+        if found is None:
+            self.store.release(user_id, key, OWNER)
+        return found
 
     async def _run(self, scope: Scope, receive: Receive, send: Send, inflight: InFlight) -> None:
         answer = _Answer()
