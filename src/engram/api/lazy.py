@@ -5,9 +5,9 @@
 claims no request outside its path prefixes; the first request under one of them imports the
 router's module and includes it, exactly as ``include_router`` would have, and from then on it
 routes to those routes (matching, 405s and ``url_path_for`` included). A server loads every
-router in the background once it has answered (``engram.servers``), and the OpenAPI document
-is built from the loaded routes (:func:`expanded`), so what a client sees does not depend on
-which requests came first.
+router in the background once it has answered (``engram.servers``: ``url_path_for`` reaches
+every route), and the OpenAPI document is built from the loaded routes (:func:`expanded`), so
+what a client sees does not depend on which requests came first.
 """
 
 from __future__ import annotations
@@ -89,8 +89,3 @@ def expanded(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
     for route in routes:
         out.extend(route.routes if isinstance(route, LazyRoutes) else [route])
     return out
-
-
-def load_all(routes: Iterable[BaseRoute]) -> None:
-    """Import every router still waiting (a server does this once it has answered)."""
-    expanded(routes)
