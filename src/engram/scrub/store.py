@@ -10,7 +10,9 @@ straight through.
 The memory services also scrub their inputs first (so dedup, embeddings and the returned
 memory never see a secret, and the result can say what was removed); this layer then finds
 nothing more. It is the guarantee, not the only scrub: a path that forgets the early scrub still
-stores nothing secret, and the count it finds is added to the memory and its audit entry.
+stores nothing secret, and the count it finds is added to the memory and its audit entry. The
+one change not walked again is a new memory's first change that :mod:`engram.scrub.sealed` built
+from input this store's scrubber scrubbed (a plain add, a created fact).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.scrub.capture import ScrubbingCaptureStore
 from engram.scrub.handoffs import ScrubbingHandoffStore
-from engram.scrub.scrubber import Redactions, Scrubber
+from engram.scrub.scrubber import NONE, Redactions, Scrubber
+from engram.scrub.sealed import is_sealed
 from engram.scrub.values import scrub_value
 from engram.soul.model import SoulBlock, SoulBlockVersion, SoulSnapshot
 from engram.store.accounts import AccountStore, AuditStore
@@ -186,10 +189,20 @@ class ScrubbingStore(_Audited):
     def memory_stamp(self) -> int:
         return self.inner.memory_stamp()
 
+    def environment_stamp(self) -> int | None:
+        return self.inner.environment_stamp()
+
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
         clean: list[Change] = []
         found: dict[str, Redactions] = {}
         for c in changes:
+            if is_sealed(c, self.scrubber):  # built from input this scrubber scrubbed
+                if c.memory.redactions:
+                    found[c.memory.id] = found.get(c.memory.id, NONE) + Redactions(
+                        c.memory.redactions
+                    )
+                clean.append(c)
+                continue
             memory, red = scrub_value(self.scrubber, c.memory)
             if red:
                 memory = memory.model_copy(

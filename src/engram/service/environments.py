@@ -26,6 +26,10 @@ SCOPE_FOR = {Role.READER: Scope.READ, Role.WRITER: Scope.WRITE, Role.OWNER: Scop
 """The key scope each role's action needs: reading needs ``read``, changing needs ``write``."""
 
 
+KEPT_LOOKUPS = 4096
+"""Environment lookups kept per process (by reference, user and project)."""
+
+
 def require_scope(actor: Actor, scope: Scope) -> None:
     if not actor.can(scope):
         raise PermissionDenied(f"this key lacks the {scope.value!r} scope", scope=scope.value)
@@ -36,6 +40,7 @@ class EnvironmentService:
         self._store = store
         self._clock = clock
         self.audit = audit or AuditLog(store, clock)
+        self._kept: dict[tuple[str, str, str | None], tuple[int, Environment, Role | None]] = {}
 
     # -- access ------------------------------------------------------------------------------
     def role_of(self, env: Environment, actor: Actor) -> Role | None:
@@ -121,11 +126,29 @@ class EnvironmentService:
         actor's project (created on first use when the actor may write) comes first. An
         ``Environment`` already read in this call is checked, not read again."""
         if isinstance(ref, Environment):
-            env = ref
+            env, role = ref, self.role_of(ref, actor)
         else:
-            env = self._find(ref, actor) if ref or not actor.project else self._project(actor)
-        self.check(env, self.role_of(env, actor), need, actor, scope)
+            env, role = self._lookup(ref, actor)
+        self.check(env, role, need, actor, scope)
         return env
+
+    def _lookup(self, ref: str | None, actor: Actor) -> tuple[Environment, Role | None]:
+        """The environment ``ref`` names for the actor and their role in it, kept per process
+        while the store's environment stamp (moved by every change to an environment or its
+        members, by any process) stays where it was when they were read."""
+        key = (ref or "", actor.user_id, "" if ref else actor.project)
+        stamp = self._store.environment_stamp()
+        if stamp is not None:
+            kept = self._kept.get(key)
+            if kept is not None and kept[0] == stamp:
+                return kept[1], kept[2]
+        env = self._find(ref, actor) if ref or not actor.project else self._project(actor)
+        role = self.role_of(env, actor)
+        if stamp is not None:  # read before the lookup: a change meanwhile is seen next time
+            if len(self._kept) >= KEPT_LOOKUPS:
+                self._kept.clear()
+            self._kept[key] = (stamp, env, role)
+        return env, role
 
     def _project(self, actor: Actor) -> Environment:
         """The environment of the project the actor works in, created on first use."""

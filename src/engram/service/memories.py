@@ -11,7 +11,6 @@ from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound, PermissionDenied
-from engram.lifecycle.changes import build as build_memory
 from engram.lifecycle.changes import record as record_change
 from engram.lifecycle.changes import step as next_state
 from engram.limits import MAX_BULK, MAX_PAGE
@@ -27,7 +26,7 @@ from engram.models import (
     Page,
     Status,
 )
-from engram.scrub import Scrubber, scrub_value
+from engram.scrub import Scrubber, scrub_value, sealed
 from engram.service.environments import SCOPE_FOR, EnvironmentService, require_scope
 from engram.store import Change, Store
 
@@ -99,12 +98,12 @@ class MemoryService:
             raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
         env = self._envs.resolve(environment, actor, Role.WRITER)
         now = self._clock()
-        memories = [
-            build_memory(env.id, clean, actor, now, redactions=found.as_dict())
-            for clean, found in (scrub_value(self.scrubber, item) for item in items)
+        # built from scrubbed input: the store writes them without scrubbing them again
+        created = [
+            sealed.create(sealed.scrub_new(self.scrubber, i), env.id, actor, now) for i in items
         ]
-        self._commit([record_change(m, Action.CREATE, actor, "") for m in memories], actor)
-        return memories
+        self._commit(created, actor)
+        return [c.memory for c in created]
 
     # -- read --------------------------------------------------------------------------------
     def get(self, memory_id: str, actor: Actor, need: Role = Role.READER) -> Memory:

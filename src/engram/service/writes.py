@@ -21,7 +21,8 @@ from engram.lifecycle.dedup import Candidate, Fact, jaccard, word_set
 from engram.lifecycle.index import CandidateIndex
 from engram.lifecycle.report import WriteAction, WriteOutcome
 from engram.models import Action, Layer, Memory, NewMemory, Status
-from engram.scrub import Scrubber, scrub_value
+from engram.scrub import Scrubber
+from engram.scrub.sealed import create, scrub_new
 from engram.service.fact_index import FactIndexes
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.store import Change
@@ -68,9 +69,9 @@ class WritePath:
     def remember_many(
         self, env_id: str, items: Sequence[NewMemory], actor: Actor
     ) -> list[WriteOutcome]:
-        cleaned = [scrub_value(self._scrubber, item) for item in items]
-        checked = [i for i, (new, _) in enumerate(cleaned) if _checked(new)]
-        vectors = self._ops.embed([cleaned[i][0].content for i in checked])
+        cleaned = [scrub_new(self._scrubber, item) for item in items]
+        checked = [i for i, s in enumerate(cleaned) if _checked(s.value)]
+        vectors = self._ops.embed([cleaned[i].value.content for i in checked])
         row_of = {item: row for row, item in enumerate(checked)}
         with self._indexes.lock:
             index = self._indexes.index(env_id, len(checked))
@@ -78,12 +79,12 @@ class WritePath:
             batch = _Batch(env_id, index)
             outcomes = []
             now = self._ops.clock()
-            for i, (new, found) in enumerate(cleaned):
+            for i, scrubbed in enumerate(cleaned):
                 batch.last = i == len(cleaned) - 1
-                redactions = found.as_dict()
-                memory = changes.build(env_id, new, actor, now, redactions=redactions)
+                created = create(scrubbed, env_id, actor, now)  # the store writes it as is
+                memory, redactions = created.memory, created.memory.redactions
                 if i not in row_of:
-                    batch.add([changes.record(memory, Action.CREATE, actor, "")])
+                    batch.add([created])
                     outcomes.append(
                         WriteOutcome(
                             action=WriteAction.CREATED, memory=memory, redactions=redactions
@@ -92,8 +93,8 @@ class WritePath:
                     continue
                 row = row_of[i]
                 vector = None if vectors is None else vectors[row]
-                decision = self._decide(batch, _Text.of(new.content, batch), vector)
-                outcomes.append(self._apply(batch, i, memory, decision, row, actor, redactions))
+                decision = self._decide(batch, _Text.of(memory.content, batch), vector)
+                outcomes.append(self._apply(batch, i, created, decision, row, actor, redactions))
             flat = [c for group in batch.groups for c in group]
             try:
                 self._ops.commit_groups(batch.groups, actor)
@@ -152,19 +153,19 @@ class WritePath:
         self,
         batch: _Batch,
         at: int,
-        memory: Memory,
+        created: Change,
         decision: Decision[Fact],
         row: int,
         actor: Actor,
         redactions: dict[str, int],
     ) -> WriteOutcome:
         cfg, now = self._ops.config, self._ops.clock()
+        memory = created.memory
         fact = decision.candidate.memory if decision.candidate is not None else None
         target = None
         if fact is not None and decision.move in (Move.MERGE, Move.SUPERSEDE):
             target = self._whole(fact)
         if decision.move is Move.MERGE and target is not None:
-            created = changes.record(memory, Action.CREATE, actor, "")
             group = [created, *changes.merge(memory, target, decision.reason, actor, now, cfg)]
             batch.add(group)
             return WriteOutcome(
@@ -198,7 +199,7 @@ class WritePath:
                 reason=decision.reason,
                 redactions=redactions,
             )
-        batch.add([changes.record(memory, Action.CREATE, actor, "")])
+        batch.add([created])
         batch.embedded.append((memory, row))
         if decision.move is Move.REVIEW and fact is not None:
             batch.reviews.append((at, memory, fact, decision))

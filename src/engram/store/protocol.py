@@ -303,6 +303,12 @@ class Store(Protocol):
         to see writes by other processes)."""
         ...
 
+    def environment_stamp(self) -> int | None:
+        """A counter that every change to an environment or its members moves, whichever
+        process or code path made it: two equal readings mean every environment and role is as
+        it was. None where reading it costs what a lookup costs (a round trip): no cache."""
+        ...
+
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         """The memories that exist among ``memory_ids``, in the order asked."""
         ...

@@ -227,6 +227,11 @@ class PostgresStore:
             row = conn.execute("SELECT value FROM memory_stamp WHERE id = 1").fetchone()
         return int(row[0]) if row else 0
 
+    def environment_stamp(self) -> None:
+        """None: reading a stamp is a round trip, as the lookup it would save is (a cache of
+        environments measured slower here, see the README's PostgreSQL section)."""
+        return None
+
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
             return []

@@ -213,4 +213,18 @@ LATER: tuple[Migration, ...] = (
     ),
     # the vectors' table as a rowid table: see vector_table for why
     Migration("0027_memory_vectors_rowid", vector_table.ROWID_STATEMENTS),
+    Migration(
+        "0028_environment_stamp",
+        (
+            # moved by every change to an environment or its members, by any process or code
+            # path (triggers): the environment cache of a write (Store.environment_stamp)
+            "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('environment_stamp', 0)",
+            *(
+                f"CREATE TRIGGER {table}_stamp_{event.lower()} AFTER {event} ON {table} BEGIN "
+                "UPDATE store_meta SET value = value + 1 WHERE key = 'environment_stamp'; END"
+                for table in ("environments", "environment_members")
+                for event in ("INSERT", "UPDATE", "DELETE")
+            ),
+        ),
+    ),
 )

@@ -279,6 +279,10 @@ class SQLiteStore:
         row = self.db.point_read("SELECT value FROM store_meta WHERE key = 'memory_stamp'", ())
         return int(row[0]) if row else 0
 
+    def environment_stamp(self) -> int | None:
+        row = self.db.point_read("SELECT value FROM store_meta WHERE key = 'environment_stamp'", ())
+        return int(row[0]) if row else None
+
     def get(self, memory_ids: Sequence[str]) -> list[Memory]:
         if not memory_ids:
             return []
