@@ -9,6 +9,7 @@ entry on its own, for an event that is not one write (a maintenance run, made of
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from engram.accounts import AuditEntry, AuditQuery, Scope
@@ -17,6 +18,30 @@ from engram.clock import Clock
 from engram.errors import PermissionDenied
 from engram.ids import new_id
 from engram.store import Store
+from engram.trusted import construct
+
+_OPTIONAL_TEXT = frozenset({str, type(None)})
+_VERSION = frozenset({int, type(None)})
+
+
+def _plain(values: dict[str, Any]) -> bool:
+    """Whether ``values`` already hold exactly the types :class:`AuditEntry` declares (no
+    details to copy, plain ints for versions), so that validating them would change nothing."""
+    return (
+        not values["details"]
+        and type(values["at"]) is datetime
+        and type(values["user_id"]) is str
+        and type(values["interface"]) is str
+        and type(values["action"]) is str
+        and type(values["key_id"]) in _OPTIONAL_TEXT
+        and type(values["environment_id"]) in _OPTIONAL_TEXT
+        and all(type(t) is str for t in values["targets"])
+        and all(
+            type(k) is str and type(v) in _VERSION
+            for d in (values["before"], values["after"])
+            for k, v in d.items()
+        )
+    )
 
 
 class AuditLog:
@@ -35,19 +60,22 @@ class AuditLog:
         after: Mapping[str, int | None] | None = None,
         **details: Any,
     ) -> AuditEntry:
-        return AuditEntry(
-            id=new_id("aud_"),
-            at=self._clock(),
-            user_id=actor.user_id,
-            key_id=actor.key_id,
-            interface=actor.interface,
-            action=action,
-            environment_id=environment_id,
-            targets=list(dict.fromkeys(targets)),
-            before=dict(before or {}),
-            after=dict(after or {}),
-            details=details,
-        )
+        values = {
+            "id": new_id("aud_"),
+            "at": self._clock(),
+            "user_id": actor.user_id,
+            "key_id": actor.key_id,
+            "interface": actor.interface,
+            "action": action,
+            "environment_id": environment_id,
+            "targets": list(dict.fromkeys(targets)),
+            "before": dict(before or {}),
+            "after": dict(after or {}),
+            "details": details,
+        }
+        if _plain(values):  # a memory write's entry (every add has one): nothing to validate
+            return construct(AuditEntry, values)
+        return AuditEntry(**values)
 
     def record(self, actor: Actor, action: str, **kwargs: Any) -> AuditEntry:
         """Append one entry on its own (an event, such as a maintenance run, that spans many

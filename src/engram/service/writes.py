@@ -27,6 +27,7 @@ from engram.service.fact_index import FactIndexes
 from engram.service.lifecycle_ops import LifecycleOps
 from engram.store import Change
 from engram.store.protocol import Vector
+from engram.trusted import construct
 
 
 @dataclass
@@ -85,11 +86,7 @@ class WritePath:
                 memory, redactions = created.memory, created.memory.redactions
                 if i not in row_of:
                     batch.add([created])
-                    outcomes.append(
-                        WriteOutcome(
-                            action=WriteAction.CREATED, memory=memory, redactions=redactions
-                        )
-                    )
+                    outcomes.append(_created(memory))
                     continue
                 row = row_of[i]
                 vector = None if vectors is None else vectors[row]
@@ -209,7 +206,7 @@ class WritePath:
                 reason=decision.reason,
                 redactions=redactions,
             )
-        return WriteOutcome(action=WriteAction.CREATED, memory=memory, redactions=redactions)
+        return _created(memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +241,21 @@ def _together(
         del found[memory_id]
     found.update((c.memory.id, c) for c in pending)
     return list(found.values())
+
+
+def _created(memory: Memory) -> WriteOutcome:
+    """The outcome of a memory stored as written (unvalidated: the memory's own values)."""
+    values = {
+        "action": WriteAction.CREATED,
+        "memory": memory,
+        "absorbed_into": None,
+        "merged_record": None,
+        "superseded": None,
+        "review_id": None,
+        "reason": "",
+        "redactions": dict(memory.redactions),
+    }
+    return construct(WriteOutcome, values)
 
 
 def _checked(new: NewMemory) -> bool:
