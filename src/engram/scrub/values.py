@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from engram.scrub.scrubber import Redactions, Scrubber
+from engram.scrub.scrubber import NONE, Redactions, Scrubber
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ def scrub_value(scrubber: Scrubber, value: T) -> tuple[T, Redactions]:
     """``value`` with every free-text string scrubbed (the same object when nothing changed)."""
     found: list[Redactions] = []
     out = _walk(scrubber, value, found)
-    return out, Redactions.merge(found)
+    return out, Redactions.merge(found) if found else NONE
 
 
 _LEAVES = frozenset({type(None), bool, int, float, datetime})
@@ -97,19 +97,24 @@ def _fields(
 ) -> dict[str, Any]:
     """The scrubbed values of the fields (by name) that scrubbing changes."""
     update = {}
+    kinds = _KINDS
     for name, old in values.items():
-        kind = type(old)
-        # what _walk would do, without a call for most fields (a write walks several models)
-        if kind in _LEAVES or issubclass(kind, Enum) or (not old and kind in _EMPTY):
+        # what _walk would do, one dict lookup for most fields (a write walks several models)
+        kind = kinds.get(type(old))
+        if kind is None:
+            kind = _kind_of(type(old))
+        if kind is _SKIP or name in keep:
             continue
-        if name in keep:
-            continue
-        if kind is str:
+        if kind is _TEXT:
+            if not old:
+                continue
             text, red = s.scrub(old)
             if red:
                 found.append(red)
             if text != old:
                 update[name] = text
+            continue
+        if kind is _EMPTY_WHEN_FALSY and not old:
             continue
         new = _walk(s, old, found)
         if new is not old:
@@ -117,5 +122,19 @@ def _fields(
     return update
 
 
-_EMPTY = frozenset({str, list, dict, tuple})
-"""Containers and text that hold nothing to scrub when empty."""
+_SKIP, _TEXT, _EMPTY_WHEN_FALSY, _OTHER = "skip", "text", "container", "other"
+"""How :func:`_fields` treats a value of each exact type: no free text (leaves, enums), text,
+a container holding nothing when empty, anything else (walked)."""
+_KINDS: dict[type, str] = {
+    **dict.fromkeys(_LEAVES, _SKIP),
+    str: _TEXT,
+    **dict.fromkeys((list, dict, tuple), _EMPTY_WHEN_FALSY),
+}
+
+
+def _kind_of(kind: type) -> str:
+    """A type's treatment (:data:`_KINDS`), decided once per type."""
+    treat = _SKIP if issubclass(kind, Enum) else _OTHER  # a str subclass is walked as text
+    if len(_KINDS) < 1000:
+        _KINDS[kind] = treat
+    return treat
