@@ -162,4 +162,5 @@ def test_assembly_reads_its_environment_once(
         monkeypatch.setattr(store, name, lookup)
     ctx = engram.context.assemble(LOCAL, "deploy branch", environment="work", max_tokens=1000)
     assert any(t.name == "soul" for t in ctx.tiers)
-    assert lookups == ["find_environment"]
+    # by name at most once (none when this process has it kept from the add), never by id
+    assert lookups in ([], ["find_environment"])
