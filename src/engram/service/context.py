@@ -417,13 +417,16 @@ class ContextService:
                 parts.append(text)
         text = "".join(parts)
         tokens = soul_tokens + packing.used  # exact (module docstring)
+        trimmed = False
         while tokens > max_tokens and parts:  # the Soul took more than it said; trim
             parts.pop()
             text = "".join(parts)
             tokens = count_tokens(text)
+            trimmed = True
         timings["pack_ms"] = _ms(t2)
 
-        included = [i.memory_id for t in tiers for i in t.items if i.text in text]
+        # untrimmed, every packed line is in the text (no search of it for each)
+        included = [i.memory_id for t in tiers for i in t.items if not trimmed or i.text in text]
         if included and not preview:
             self._store.record_access(included, self._clock())
         timings["total_ms"] = _ms(t0)
