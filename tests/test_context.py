@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram import LOCAL, Engram, Layer, NewMemory
+from engram.extraction.turns import source_ids
 from engram.models import EpisodeDetails, Memory, ProcedureDetails
+from engram.service.context import render_item, said_on
 from engram.tokens import count_tokens
 
 FACTS = [
@@ -59,6 +61,26 @@ def test_assembles_relevant_memories_of_every_layer(semantic_engram: Engram) -> 
     )
     assert "pour-over (when: making coffee)" in ctx.text and "1. grind 15 g" in ctx.text
     assert set(ctx.timings_ms) >= {"search_ms", "pack_ms", "total_ms"}
+
+
+def test_each_item_is_its_memory_rendered_scored_and_sourced(semantic_engram: Engram) -> None:
+    """What packing works out once per memory (its line, tokens, date, sources) is that of
+    the memory read back, and each item carries its own score's breakdown."""
+    e = semantic_engram
+    seed(e)
+    ctx = e.context.assemble(LOCAL, "coffee grinder and pour-over", max_tokens=1000, preview=True)
+    items = [i for t in ctx.tiers for i in t.items]
+    assert {i.layer for i in items} == {Layer.FACT, Layer.EPISODE, Layer.PROCEDURE}
+    for item in items:
+        memory = e.store.get([item.memory_id])[0]
+        assert item.text + "\n" == render_item(memory)
+        assert item.tokens == count_tokens(render_item(memory))
+        assert item.said_on == said_on(memory) and item.sources == source_ids(memory)
+        assert item.author == memory.author and item.thread == memory.thread
+        b = item.breakdown  # its own score's: the factors add up to it
+        parts = (b.relevance, b.importance, b.confidence, b.recency, b.frequency)
+        assert item.score == pytest.approx(sum(f.contribution for f in parts), abs=1e-12)
+        assert b.found_by and b.stream_relevance is not None
 
 
 def test_soul_comes_first_and_is_truncated_with_a_note(semantic_engram: Engram) -> None:

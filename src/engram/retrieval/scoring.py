@@ -153,16 +153,31 @@ def factor_values(
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The five factor values and their normalised weights, in ``FACTORS`` order.
     ``relevance`` None means there was no query: the other four factors rank alone."""
-    layer = config.layer(memory.layer)
-    w = _normalised(layer.weights, relevance is not None)
-    values = (
+    weights, half_life = layer_terms(config, memory.layer, relevance is not None)
+    return factor_tuple(memory, relevance, now, half_life, config.frequency_saturation), weights
+
+
+def layer_terms(
+    config: ScoringConfig, layer: Layer, with_relevance: bool
+) -> tuple[tuple[float, ...], float]:
+    """A layer's normalised weights (in ``FACTORS`` order) and its recency half-life: the
+    same for every candidate of the layer (looked up once per ranking)."""
+    scoring = config.layer(layer)
+    w = _normalised(scoring.weights, with_relevance)
+    return (w.relevance, w.importance, w.confidence, w.recency, w.frequency), scoring.half_life_days
+
+
+def factor_tuple(
+    memory: Rankable, relevance: float | None, now: datetime, half_life: float, saturation: int
+) -> tuple[float, ...]:
+    """The five factor values of :func:`factor_values`, the layer's terms given."""
+    return (
         relevance or 0.0,
         memory.importance,
         memory.confidence,
-        recency(memory, now, layer.half_life_days),
-        frequency(memory, config.frequency_saturation),
+        recency(memory, now, half_life),
+        frequency(memory, saturation),
     )
-    return values, (w.relevance, w.importance, w.confidence, w.recency, w.frequency)
 
 
 def total(values: tuple[float, ...], weights: tuple[float, ...]) -> float:

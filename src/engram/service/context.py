@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from html import escape
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from engram.actors import Actor
 from engram.clock import Clock
@@ -37,6 +37,7 @@ from engram.retrieval.models import (
     AssembledContext,
     ContextItem,
     ContextTier,
+    ScoreBreakdown,
     ScoredMemory,
     SearchMode,
 )
@@ -123,8 +124,13 @@ def said_on(memory: Memory) -> str:
 
 def render_item(memory: Memory) -> str:
     """One memory as one line of the prompt, starting with its date."""
-    text = " ".join(memory.content.split())
-    when = f"({said_on(memory)}) "
+    return _render(memory, " ".join(memory.content.split()), said_on(memory))
+
+
+def _render(memory: Memory, text: str, day: str) -> str:
+    """:func:`render_item` of ``memory`` whose content is ``text`` (whitespace collapsed),
+    said on ``day``."""
+    when = f"({day}) "
     if memory.procedure is not None:
         proc = memory.procedure
         steps = " ".join(f"{n}. {s}" for n, s in enumerate(proc.steps, 1))
@@ -158,6 +164,37 @@ def min_line_tokens() -> int:
     return count_tokens("- (2000-01-01)") + 1
 
 
+class _Entry(NamedTuple):
+    """What packing needs of one memory, worked out once per assembly (a memory is offered
+    to each walk that reaches it)."""
+
+    memory: Memory
+    tier: TierName
+    key: str
+    """Its text, whitespace collapsed and case-folded: the same text is one piece of
+    evidence."""
+    own: str | None
+    """Its message id (a delivered message)."""
+    sources: list[str]
+    line: str
+    tokens: int
+    said_on: str
+
+
+def _entry(memory: Memory) -> _Entry:
+    text = " ".join(memory.content.split())
+    day = said_on(memory)
+    line = _render(memory, text, day)
+    own = message_id_of(memory)
+    sources = [own] if own is not None else source_ids(memory)
+    tier = _tier(memory.layer, memory.category)
+    return _Entry(memory, tier, text.casefold(), own, sources, line, line_tokens(line), day)
+
+
+Scorer = Callable[[str], tuple[float, ScoreBreakdown]]
+"""A packed candidate's score and breakdown, by memory id (asked only once it is packed)."""
+
+
 class _Pool:
     """The qualifying candidates, best first; each memory is read only when packing reaches
     it (with the next few of the same walk, in one read), and its score's breakdown is built
@@ -167,21 +204,25 @@ class _Pool:
         self,
         order: Sequence[tuple[str, TierName]],
         load: Callable[[list[str]], list[Memory]],
-        scored: Callable[[Memory], ScoredMemory],
+        scored: Scorer,
     ) -> None:
         self.order = list(order)
         self._load = load
         self.scored = scored
         self._loaded: dict[str, Memory] = {}
         self._gone: set[str] = set()
+        self._entries: dict[str, _Entry] = {}
 
     def of(self, tier: TierName) -> list[tuple[str, TierName]]:
         return [o for o in self.order if o[1] == tier]
 
-    def get(self, walk: Sequence[tuple[str, TierName]], at: int, room: int) -> Memory | None:
-        """The memory at ``walk[at]``, read with those after it that ``room`` tokens could
-        hold."""
+    def get(self, walk: Sequence[tuple[str, TierName]], at: int, room: int) -> _Entry | None:
+        """The memory at ``walk[at]`` (its entry), read with those after it that ``room``
+        tokens could hold."""
         memory_id = walk[at][0]
+        entry = self._entries.get(memory_id)
+        if entry is not None:
+            return entry
         if memory_id not in self._loaded and memory_id not in self._gone:
             ahead = max(READ_AHEAD, room // TOKENS_PER_CANDIDATE + 1)
             chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
@@ -190,7 +231,11 @@ class _Pool:
             for m in self._load(chunk):
                 self._loaded[m.id] = m
             self._gone.update(i for i in chunk if i not in self._loaded)
-        return self._loaded.get(memory_id)
+        memory = self._loaded.get(memory_id)
+        if memory is None:
+            return None
+        entry = self._entries[memory_id] = _entry(memory)
+        return entry
 
 
 @dataclass
@@ -209,8 +254,6 @@ class _Packing:
     facts_from: set[str] = field(default_factory=set)
     """Message ids that a packed fact was read from."""
     texts: set[str] = field(default_factory=set)
-    lines: dict[str, tuple[str, int]] = field(default_factory=dict)
-    """Each candidate's rendered line and its tokens, rendered once."""
     dropped: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     duplicates: dict[TierName, int] = field(default_factory=lambda: dict.fromkeys(TIERS, 0))
     overhead: dict[TierName, int] = field(default_factory=lambda: _overheads())
@@ -223,52 +266,47 @@ class _Packing:
         cap = self.caps[tier]
         return cap is not None and len(self.items[tier]) >= cap
 
-    def duplicate(self, memory: Memory) -> bool:
-        """Whether the evidence of ``memory`` is already in: its text, its message (packed, or
+    def duplicate(self, entry: _Entry) -> bool:
+        """Whether the evidence of ``entry`` is already in: its text, its message (packed, or
         the source of a packed fact), or every message it was read from."""
-        if " ".join(memory.content.split()).casefold() in self.texts:
+        if entry.key in self.texts:
             return True
-        own = message_id_of(memory)
-        if own is not None:
-            return own in self.facts_from or own in self.messages_in
-        sources = source_ids(memory)
-        if not sources:
+        if entry.own is not None:
+            return entry.own in self.facts_from or entry.own in self.messages_in
+        if not entry.sources:
             return False
-        if memory.layer is Layer.FACT:
-            return all(s in self.messages_in for s in sources)
-        return all(s in self.messages_in or s in self.facts_from for s in sources)
+        if entry.memory.layer is Layer.FACT:
+            return all(s in self.messages_in for s in entry.sources)
+        return all(s in self.messages_in or s in self.facts_from for s in entry.sources)
 
-    def offer(self, memory: Memory, scored: Callable[[Memory], ScoredMemory], limit: int) -> bool:
-        """Pack ``memory`` if it fits ``limit`` tokens (of its tier, or in all) and is new
+    def offer(self, entry: _Entry, scored: Scorer, limit: int) -> bool:
+        """Pack ``entry`` if it fits ``limit`` tokens (of its tier, or in all) and is new
         (``scored``: its score and breakdown, asked only then)."""
-        tier = tier_of(memory)
+        memory, tier = entry.memory, entry.tier
         if memory.id in self.chosen:
             return False
+        items = self.items[tier]
         cap = self.caps[tier]
-        if cap is not None and len(self.items[tier]) >= cap:
+        if cap is not None and len(items) >= cap:
             return False
-        if self.duplicate(memory):
+        if self.duplicate(entry):
             self.duplicates[tier] += 1
             self.chosen.add(memory.id)
             return False
-        if memory.id not in self.lines:
-            rendered = render_item(memory)
-            self.lines[memory.id] = (rendered, line_tokens(rendered))
-        line, tokens = self.lines[memory.id]
-        cost = tokens + (0 if self.items[tier] else self.overhead[tier])
+        tokens = entry.tokens
+        cost = tokens + (0 if items else self.overhead[tier])
         if self.used + cost > min(limit, self.budget):
             self.dropped[tier] += 1
             return False
         self.used += cost
         self.chosen.add(memory.id)
-        self.texts.add(" ".join(memory.content.split()).casefold())
-        own = message_id_of(memory)
-        if own is not None:
-            self.messages_in.add(own)
+        self.texts.add(entry.key)
+        if entry.own is not None:
+            self.messages_in.add(entry.own)
         elif memory.layer is Layer.FACT:
-            self.facts_from.update(source_ids(memory))
-        r = scored(memory)
-        self.items[tier].append(
+            self.facts_from.update(entry.sources)
+        score, breakdown = scored(memory.id)
+        items.append(
             (
                 memory,
                 # every field computed here from a stored memory: no re-validation
@@ -277,14 +315,14 @@ class _Packing:
                     {
                         "memory_id": memory.id,
                         "layer": memory.layer,
-                        "score": r.score,
+                        "score": score,
                         "tokens": tokens,
-                        "text": line.rstrip("\n"),
-                        "breakdown": r.breakdown,
-                        "said_on": said_on(memory),
+                        "text": entry.line[:-1],  # without its newline
+                        "breakdown": breakdown,
+                        "said_on": entry.said_on,
                         "author": memory.author,
                         "thread": memory.thread,
-                        "sources": source_ids(memory),
+                        "sources": list(entry.sources),
                     },
                 ),
             )
@@ -379,13 +417,16 @@ class ContextService:
                 parts.append(text)
         text = "".join(parts)
         tokens = soul_tokens + packing.used  # exact (module docstring)
+        trimmed = False
         while tokens > max_tokens and parts:  # the Soul took more than it said; trim
             parts.pop()
             text = "".join(parts)
             tokens = count_tokens(text)
+            trimmed = True
         timings["pack_ms"] = _ms(t2)
 
-        included = [i.memory_id for t in tiers for i in t.items if i.text in text]
+        # untrimmed, every packed line is in the text (no search of it for each)
+        included = [i.memory_id for t in tiers for i in t.items if not trimmed or i.text in text]
         if included and not preview:
             self._store.record_access(included, self._clock())
         timings["total_ms"] = _ms(t0)
@@ -414,9 +455,9 @@ class ContextService:
                 packing.dropped[tier] += 1
                 continue
             # read ahead for the whole budget left: the walks after this one reach them too
-            memory = pool.get(walk, at, packing.budget - packing.used)
-            if memory is not None:
-                packing.offer(memory, pool.scored, limit)
+            entry = pool.get(walk, at, packing.budget - packing.used)
+            if entry is not None:
+                packing.offer(entry, pool.scored, limit)
 
     @staticmethod
     def _ordered(tier: TierName, packing: _Packing) -> list[tuple[Memory, ContextItem]]:
@@ -468,7 +509,11 @@ class ContextService:
             ranked.sort(key=lambda r: (-r.score, r.memory.id))
             order = [(r.memory.id, tier_of(r.memory)) for r in ranked]
             brief = {r.memory.id: r for r in ranked}
-            return _Pool(order, lambda ids: [brief[i].memory for i in ids], lambda m: brief[m.id])
+            return _Pool(
+                order,
+                lambda ids: [brief[i].memory for i in ids],
+                lambda i: (brief[i].score, brief[i].breakdown),
+            )
         # one keyword query for all layers, each taking the hits of its own
         everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
         limits = {
@@ -492,7 +537,9 @@ class ContextService:
         scored.sort(key=lambda r: (-r.score, r.memory_id))
         by_id = {r.memory_id: r for r in scored}
         order = [(r.memory_id, _tier(r.layer, r.category)) for r in scored]
-        return _Pool(order, self._store.get, lambda m: self._search.scored(by_id[m.id], m))
+        return _Pool(
+            order, self._store.get, lambda i: (by_id[i].score, self._search.breakdown_of(by_id[i]))
+        )
 
     def _qualifying(self, ranked: Sequence[Ranked], layer: Layer) -> list[Ranked]:
         cfg = self._search.scoring

@@ -24,9 +24,22 @@ from engram.limits import MAX_QUERY_CHARS, MAX_SEARCH_RESULTS
 from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.retrieval.coverage import coverage
 from engram.retrieval.fusion import Fused, calibrated, fuse
-from engram.retrieval.models import ScoredMemory, SearchMode, SearchResult, Stream
+from engram.retrieval.models import (
+    ScoreBreakdown,
+    ScoredMemory,
+    SearchMode,
+    SearchResult,
+    Stream,
+)
 from engram.retrieval.provenance import Adjusted, Provenance, adjust
-from engram.retrieval.scoring import ScoringConfig, breakdown, factor_values, total
+from engram.retrieval.scoring import (
+    ScoringConfig,
+    breakdown,
+    factor_tuple,
+    factor_values,
+    layer_terms,
+    total,
+)
 from engram.retrieval.when import named_times
 from engram.service.environments import EnvironmentService
 from engram.store import Store
@@ -199,9 +212,12 @@ class SearchService:
             time_weight=self.scoring.time_weight,
         )
         scored = []
+        saturation = self.scoring.frequency_saturation
+        terms = {layer: layer_terms(self.scoring, layer, True) for layer in Layer}
         for row in rows:
             a = adjusted[row.memory_id]
-            values, weights = factor_values(row, a.relevance, now, self.scoring)
+            weights, half_life = terms[row.layer]
+            values = factor_tuple(row, a.relevance, now, half_life, saturation)
             scored.append(
                 Ranked(
                     row.memory_id,
@@ -230,21 +246,25 @@ class SearchService:
             {
                 "memory": memory,
                 "score": r.score,
-                "breakdown": breakdown(
-                    r.values,
-                    r.weights,
-                    found_by=self._streams(r.fused),
-                    keyword_score=r.fused.keyword_score,
-                    keyword_norm=r.fused.keyword_norm,
-                    semantic_similarity=r.fused.similarity,
-                    semantic_norm=r.fused.similarity_norm,
-                    stream_relevance=r.fused.relevance,
-                    author_named=r.adjusted.author_named,
-                    thread_support=r.adjusted.thread_support,
-                    time_matched=r.adjusted.time_matched,
-                ),
+                "breakdown": self.breakdown_of(r),
                 "sources": source_ids(memory),
             },
+        )
+
+    def breakdown_of(self, r: Ranked) -> ScoreBreakdown:
+        """The breakdown of ``r``'s score."""
+        return breakdown(
+            r.values,
+            r.weights,
+            found_by=self._streams(r.fused),
+            keyword_score=r.fused.keyword_score,
+            keyword_norm=r.fused.keyword_norm,
+            semantic_similarity=r.fused.similarity,
+            semantic_norm=r.fused.similarity_norm,
+            stream_relevance=r.fused.relevance,
+            author_named=r.adjusted.author_named,
+            thread_support=r.adjusted.thread_support,
+            time_matched=r.adjusted.time_matched,
         )
 
     def _candidates_for(

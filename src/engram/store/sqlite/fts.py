@@ -139,10 +139,17 @@ def matched(
     query_words: Sequence[str], text: str, context: str
 ) -> tuple[frozenset[str], frozenset[str]]:
     """The query words the index finds in ``text``, and those it finds only in ``context``."""
-    terms = {w: f" {stem} " for w, stem in _stems(query_words).items()}
+    terms = _terms(tuple(query_words))
     own, near = _text_stems(text), _text_stems(context) if context else ""
-    found = frozenset(w for w in query_words if terms[w] in own)
-    return found, frozenset(w for w in query_words if terms[w] in near) - found
+    found = frozenset(w for w, term in terms if term in own)
+    return found, frozenset(w for w, term in terms if term in near) - found
+
+
+@lru_cache(maxsize=1024)
+def _terms(query_words: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each query word with its index term between spaces (worked out once per query, not
+    once per hit)."""
+    return tuple((w, f" {_stem(w)} ") for w in query_words)
 
 
 class TermCounts:
