@@ -57,12 +57,13 @@ class Copies:
             code = self._env_codes[env_id] = len(self._env_codes) + 1
         return code
 
-    def _put(self, matrix: Matrix, rows: Sequence[Row]) -> None:
-        """Write stored vectors into ``matrix`` (a vector of another size cannot belong to its
-        model: skipped)."""
+    def _put(self, matrix: Matrix, rows: Sequence[Row], dtype: npt.DTypeLike = np.float32) -> None:
+        """Write stored vectors (their floats of ``dtype``) into ``matrix`` (a vector of another
+        size cannot belong to its model: skipped)."""
         keep = [r for r in rows if r[4] == matrix.dim]
         if keep:
-            vectors = np.frombuffer(b"".join(r[5] for r in keep), dtype=np.float32)
+            floats = np.frombuffer(b"".join(r[5] for r in keep), dtype=dtype)
+            vectors = floats.astype(np.float32, copy=False)
             matrix.put(
                 np.array([r[0] for r in keep], dtype=np.int64),
                 np.array([self._code(r[1]) for r in keep], dtype=np.int32),
@@ -162,6 +163,17 @@ def needs_sql(flt: MemoryFilter) -> bool:
         or flt.min_importance is not None
         or flt.max_importance is not None
     )
+
+
+def rest_of(flt: MemoryFilter, ids: list[str]) -> MemoryFilter | None:
+    """What a store checks in SQL of ``flt`` on the copy's candidates ``ids`` (environment,
+    layer and status already passed), or ``None`` when none of them can pass (its own ids)."""
+    if flt.ids:  # the candidates the filter's own ids allow ("ids": [] means any)
+        allowed = set(flt.ids)
+        ids = [i for i in ids if i in allowed]
+        if not ids:
+            return None
+    return flt.model_copy(update={"environment_ids": [], "layers": [], "statuses": [], "ids": ids})
 
 
 def filtered(

@@ -9,7 +9,6 @@ keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rares
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -21,7 +20,7 @@ from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
-from engram.store.postgres import hnsw, keywords, nearest, vectors
+from engram.store.postgres import hnsw, keywords, vector_copy, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -67,6 +66,7 @@ from engram.store.protocol import (
     VectorQuery,
 )
 from engram.text import content_words
+from engram.vectorindex import copies
 
 _UPSERT = (
     f"INSERT INTO memories ({', '.join(WRITE_COLUMNS)}) "
@@ -111,7 +111,7 @@ class PostgresStore:
         self._builder = hnsw.Builder(self.db)
         self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
-        self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+        self._copy = vector_copy.PostgresVectorCopy()
         self._streams = ThreadPoolExecutor(4, thread_name_prefix="engram-pg-keyword")
 
     def close(self) -> None:
@@ -357,29 +357,53 @@ class PostgresStore:
     def vector_search_many(
         self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
     ) -> list[VectorAnswer]:
-        # one statement per pool (see :mod:`.nearest`): an assembly's layers share one
-        by_pool: dict[int, list[int]] = {}
-        for at, q in enumerate(queries):
-            by_pool.setdefault(nearest.pool_of(q.limit), []).append(at)
-        answers: dict[int, VectorAnswer] = {}
+        # the in-process copy (see :mod:`.vector_copy`): one refresh and one read of the float32
+        # vectors kept for every search the copy filters alone, and the similarities asked about
+        plain = [at for at, q in enumerate(queries) if not copies.needs_sql(q.flt)]
+        also = list(dict.fromkeys(i for q in queries for i in q.also))
+        hits: dict[int, list[Hit]] = {}
         with self.db.reader() as conn:
-            for pool, ats in by_pool.items():
-                group = [queries[at] for at in ats]
-                self._ef_search(conn, pool)
-                query, params = nearest.statement(vector, model_id, group, pool)
-                results = nearest.found(conn.execute(query, params).fetchall(), group)
-                for at, q, f in zip(ats, group, results, strict=True):
-                    if f.passing >= pool and len(f.nearest) < q.limit:
-                        # the filter left too few of the nearest: scan what it passes exactly
-                        query, params = nearest.exact(vector, model_id, q)
-                        rows = conn.execute(query, params).fetchall()
-                        hits = [Hit(r[2], float(r[0])) for r in rows]
-                    else:
-                        hits = nearest.hits(f)
-                    found = {h.memory_id for h in hits}
-                    scores = {i: s for i, s in f.scores.items() if i not in found}
-                    answers[at] = VectorAnswer(hits, scores)
-        return [answers[at] for at in range(len(queries))]
+            answer = self._copy.search(
+                conn,
+                model_id,
+                vector,
+                [_ask(queries[at].flt, queries[at].limit) for at in plain],
+                also,
+            )
+            for at, found in zip(plain, answer.hits, strict=True):
+                hits[at] = [Hit(i, s) for i, s in found]
+            for at, q in enumerate(queries):
+                if at not in hits:
+                    hits[at] = self._filtered(conn, vector, model_id, q.flt, q.limit)
+        out = []
+        for at, q in enumerate(queries):
+            found_ids = {h.memory_id for h in hits[at]}
+            scores = {i: answer.scores[i] for i in q.also if i in answer.scores}
+            out.append(
+                VectorAnswer(hits[at], {i: s for i, s in scores.items() if i not in found_ids})
+            )
+        return out
+
+    def _filtered(
+        self, conn: Connection, vector: Vector, model_id: str, flt: MemoryFilter, limit: int
+    ) -> list[Hit]:
+        """A search whose filter asks for more than the copy keeps: the copy's candidates
+        checked in SQL, widening until enough pass (:func:`engram.vectorindex.copies.filtered`);
+        the copy was refreshed by the same call."""
+
+        def search(want: int) -> list[tuple[str, float]]:
+            asks = [_ask(flt, want)]
+            return self._copy.search(conn, model_id, vector, asks, refresh=False).hits[0]
+
+        def passing(ids: list[str]) -> set[str]:
+            rest = copies.rest_of(flt, ids)
+            if rest is None:
+                return set()
+            cond, params = where(rest)
+            query = "SELECT m.id FROM memories m WHERE " + cond
+            return {r[0] for r in conn.execute(query, params)}
+
+        return [Hit(i, s) for i, s in copies.filtered(search, passing, flt, limit)]
 
     def search_streams(
         self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
@@ -395,27 +419,14 @@ class PostgresStore:
             hits, similarity = found.result()
         return Streams(hits, similarity, [a.hits for a in nearest])
 
-    def _ef_search(self, conn: Connection, ef: int) -> None:
-        """``hnsw.ef_search`` for this pooled connection's session, set only when it changes
-        (a ``SET LOCAL`` would cost a transaction and two more round trips per search)."""
-        if self._ef_searches.get(conn) != ef:
-            conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
-            self._ef_searches[conn] = ef
-
     def vector_scores(
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         if not memory_ids:
             return {}
-        dim = int(vector.shape[0])
-        model_cond, dist = vectors.distance(model_id, dim, exact=True)
-        query = sql.SQL(
-            "SELECT v.memory_id, 1 - {dist} FROM memory_vectors v "
-            "WHERE {model_cond} AND v.memory_id = ANY(%s)"
-        ).format(dist=dist, model_cond=model_cond)
         with self.db.reader() as conn:
-            rows = conn.execute(query, (vectors.Embedding(vector), list(memory_ids))).fetchall()
-        return {r[0]: float(r[1]) for r in rows}
+            found = vector_copy.exact(conn, model_id, vector, [], memory_ids)
+        return {memory_id: score for memory_id, _, score in found}
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
@@ -531,3 +542,7 @@ def _purge_in(conn: Connection, ids: list[str]) -> int:
     if removed:  # a purge is a write: an index kept in step with the stamp must forget them
         conn.execute("UPDATE memory_stamp SET value = value + 1 WHERE id = 1")
     return removed
+
+
+def _ask(flt: MemoryFilter, limit: int) -> vector_copy.Ask:
+    return vector_copy.Ask(limit, flt.environment_ids, flt.layers, flt.statuses)

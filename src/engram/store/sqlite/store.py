@@ -457,14 +457,9 @@ class SQLiteStore:
             )
 
         def passing(ids: list[str]) -> set[str]:
-            if flt.ids:  # the candidates the filter's own ids allow ("ids": [] means any)
-                allowed = set(flt.ids)
-                ids = [i for i in ids if i in allowed]
-                if not ids:
-                    return set()
-            rest = flt.model_copy(
-                update={"environment_ids": [], "layers": [], "statuses": [], "ids": ids}
-            )
+            rest = copies.rest_of(flt, ids)
+            if rest is None:
+                return set()
             cond, params = where(rest)
             return {r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {cond}", params)}
 

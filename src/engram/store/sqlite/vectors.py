@@ -35,7 +35,6 @@ epoch or another history (a restored backup: its newest ``rev`` ahead, or other 
 it; deleting it is always safe.
 """
 
-
 from __future__ import annotations
 
 import hashlib
