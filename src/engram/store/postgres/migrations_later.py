@@ -216,7 +216,7 @@ LATER: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "0024_vector_writers",
+        "0024_vector_copy",
         (
             # each vector row names the transaction that last wrote it, so that an in-process
             # copy reads what its last snapshot did not see (store/postgres/vector_copy.py);
@@ -257,6 +257,15 @@ LATER: tuple[Migration, ...] = (
             "CREATE TRIGGER memory_vectors_removed AFTER DELETE ON memory_vectors "
             "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
             "EXECUTE FUNCTION engram_vectors_removed()",
+            # nothing scans the HNSW indexes any more: they only slowed every insert
+            """DO $$
+            DECLARE r record;
+            BEGIN
+                FOR r IN SELECT index_name FROM vector_indexes LOOP
+                    EXECUTE format('DROP INDEX IF EXISTS %I', r.index_name);
+                END LOOP;
+            END $$""",
+            "DROP TABLE vector_indexes",
         ),
     ),
 )

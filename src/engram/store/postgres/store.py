@@ -3,7 +3,8 @@
 Writes are transactions on pooled connections (PostgreSQL handles concurrent writers); reads
 run in autocommit. Keyword search uses an english ``tsvector`` generated from each memory's
 keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rarest first (see
-:mod:`.keywords`); vector search uses pgvector HNSW indexes (see :mod:`.vectors`). Each sub-store
+:mod:`.keywords`); vector search scans an in-process copy of the vectors and re-scores what it
+keeps with pgvector (see :mod:`.vector_copy`). Each sub-store
 (accounts, audit, Soul, ...) lives in its own module over the same :class:`PostgresDatabase`.
 """
 
@@ -20,7 +21,7 @@ from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
-from engram.store.postgres import hnsw, keywords, vector_copy, vectors
+from engram.store.postgres import keywords, vector_copy, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -74,9 +75,6 @@ _UPSERT = (
     + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id")
 )
 
-PARALLEL_PUT_FROM = 64
-"""Vectors per put_embeddings call from which the upserts run on two connections at once."""
-
 _VECTOR_UPSERT = (
     "INSERT INTO memory_vectors "
     "(memory_id, model_id, environment_id, content_hash, dim, embedding) "
@@ -108,7 +106,6 @@ class PostgresStore:
         self.capture = PostgresCaptureStore(self.db)
         self.handoffs = PostgresHandoffStore(self.db)
         self.imports = PostgresImportLedger(self.db)
-        self._builder = hnsw.Builder(self.db)
         self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
         self._copy = vector_copy.PostgresVectorCopy()
@@ -116,17 +113,7 @@ class PostgresStore:
 
     def close(self) -> None:
         self._streams.shutdown()
-        self._builder.close()
         self.db.close()
-
-    def vector_indexes_ready(self) -> bool:
-        """Whether every HNSW index is built (none deferred by a bulk load, see :mod:`.hnsw`);
-        until then vector search scans exactly. PostgreSQL only."""
-        with self.db.reader() as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM vector_indexes WHERE state != 'ready'"
-            ).fetchone()
-        return not (row and row[0])
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         # a session advisory lock: released by PostgreSQL if this process dies holding it
@@ -449,33 +436,18 @@ class PostgresStore:
         if not updates:
             return
         # rows locked in one order everywhere: concurrent upserters (indexers, maintenance
-        # runs) queue instead of deadlocking
-        by_dim: dict[int, list[tuple[str, str, int, vectors.Embedding, str]]] = {}
-        for u in sorted(updates, key=lambda u: u.memory_id):
-            dim = int(u.vector.shape[0])
-            row = (model_id, u.content_hash, dim, vectors.Embedding(u.vector), u.memory_id)
-            by_dim.setdefault(dim, []).append(row)
-        with self.db.reader() as conn:
-            found = conn.execute(
-                "SELECT max(seq) FROM memories WHERE id = ANY(%s)",
-                ([u.memory_id for u in updates],),
-            ).fetchone()
-        last_seq = int(found[0]) if found and found[0] is not None else 0
-        for dim, rows in sorted(by_dim.items()):
-            target = hnsw.Target(model_id, dim)
-            deferred = hnsw.prepare(self.db, target, last_seq, len(rows))
-            if deferred or len(rows) < PARALLEL_PUT_FROM:
-                self._put_rows(rows)  # without the index, storing is cheap
-            else:
-                # HNSW inserts dominate and run in the server process of each connection: two
-                # transactions over disjoint halves use two cores (measured: twice the rate)
-                half = len(rows) // 2
-                with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
-                    list(pool.map(self._put_rows, (rows[:half], rows[half:])))
-            if deferred:
-                self._builder.settle(target, last_seq)
-
-    def _put_rows(self, rows: list[tuple[str, str, int, vectors.Embedding, str]]) -> None:
+        # runs) queue instead of deadlocking; no index over the vectors but their keys (search
+        # scans each process's copy, :mod:`.vector_copy`), so a bulk load is plain inserts
+        rows = [
+            (
+                model_id,
+                u.content_hash,
+                int(u.vector.shape[0]),
+                vectors.Embedding(u.vector),
+                u.memory_id,
+            )
+            for u in sorted(updates, key=lambda u: u.memory_id)
+        ]
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
@@ -485,7 +457,6 @@ class PostgresStore:
             removed = conn.execute(
                 "DELETE FROM memory_vectors WHERE model_id != %s", (keep_model_id,)
             ).rowcount
-            hnsw.drop_except(conn, keep_model_id)
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
