@@ -109,13 +109,12 @@ def semantic_engram(store: Store, clock: FakeClock, default_embedder: StaticEmbe
 
 @pytest.fixture
 def executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements sent from here on (but the per-session ef_search setting)."""
+    """The statements sent from here on."""
     statements: list[str] = []
     execute = psycopg.Cursor.execute
 
     def counted(self: psycopg.Cursor[object], query: object, *args: object, **kw: object) -> object:
-        if "hnsw.ef_search" not in str(query):  # set once per pooled session
-            statements.append(str(query))
+        statements.append(str(query))
         return execute(self, query, *args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(psycopg.Cursor, "execute", counted)

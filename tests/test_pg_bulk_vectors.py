@@ -1,18 +1,17 @@
-"""PostgreSQL bulk loads of vectors (store/postgres/hnsw.py): the HNSW index is deferred while
-many vectors arrive, search scans exactly meanwhile, and the index is built once they are in."""
+"""PostgreSQL bulk loads of vectors: no index to build (search scans each process's copy,
+store/postgres/vector_copy.py), so what is stored is searchable at once, by this process and by
+another, and the HNSW indexes an older schema built are gone."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from psycopg import sql
 
 from engram import LOCAL, Engram, MemoryFilter, NewMemory
 from engram.store import EmbeddingUpdate
-from engram.store.postgres import PostgresStore, hnsw
+from engram.store.postgres import PostgresStore
 from tests.conftest import FakeClock
 
 MODEL = "m16"
@@ -24,32 +23,6 @@ def pg_store(pg_url: str) -> Iterator[PostgresStore]:
     store = PostgresStore(pg_url)
     yield store
     store.close()
-
-
-def _hnsw_index(store: PostgresStore) -> tuple[str, bool] | None:
-    """(definition, valid) of the model's HNSW index, if it exists."""
-    with store.db.reader() as conn:
-        row = conn.execute(
-            "SELECT pg_get_indexdef(c.oid), i.indisvalid FROM pg_class c "
-            "JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = %s",
-            (hnsw.index_name(MODEL, DIM),),
-        ).fetchone()
-    return (str(row[0]), bool(row[1])) if row else None
-
-
-def _state(store: PostgresStore) -> str | None:
-    with store.db.reader() as conn:
-        row = conn.execute(
-            "SELECT state FROM vector_indexes WHERE model_id = %s", (MODEL,)
-        ).fetchone()
-    return str(row[0]) if row else None
-
-
-def _wait_ready(store: PostgresStore, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not store.vector_indexes_ready():
-        assert time.monotonic() < deadline, "the HNSW index was not built in time"
-        time.sleep(0.05)
 
 
 class Loader:
@@ -100,82 +73,44 @@ class Loader:
         mat = np.stack([self.vectors[i] for i in ids])
         return [ids[i] for i in np.argsort(-(mat @ q), kind="stable")[:k]]
 
-    def search(self, q: np.ndarray, k: int) -> list[str]:
+    def search(self, q: np.ndarray, k: int, store: PostgresStore | None = None) -> list[str]:
         flt = MemoryFilter(environment_ids=[self.env.id])
-        return [h.memory_id for h in self.store.vector_search(q, MODEL, flt, limit=k)]
+        found = (store or self.store).vector_search(q, MODEL, flt, limit=k)
+        return [h.memory_id for h in found]
 
     def query(self) -> np.ndarray:
         q = self.rng.standard_normal(DIM).astype(np.float32)
         return q / np.linalg.norm(q)
 
 
-def test_a_bulk_load_defers_the_index_searches_exactly_then_builds_it(
-    pg_store: PostgresStore,
+def test_a_bulk_load_is_searchable_as_it_is_stored_here_and_by_another_process(
+    pg_store: PostgresStore, pg_url: str
 ) -> None:
-    load = Loader(pg_store)
-    load.add(hnsw.BULK_FROM + 500)
-    seen_deferred = False
-    for left in load.batches():
-        if left:
-            # mid-load: no index yet, and vector search is the exact scan of what is stored
-            assert _state(pg_store) == "deferred" and _hnsw_index(pg_store) is None
-            q = load.query()
-            assert load.search(q, 10) == load.nearest(q, 10)
-            seen_deferred = True
-    assert seen_deferred
-    _wait_ready(pg_store)
-    index = _hnsw_index(pg_store)
-    assert index is not None and index[1] and "hnsw" in index[0]
-    assert "m='16'" in index[0] and "ef_construction='32'" in index[0]
-    assert _state(pg_store) == "ready"
-    for _ in range(5):  # the built index finds what the exact scan finds
-        q = load.query()
-        assert load.search(q, 5) == load.nearest(q, 5)
+    other = PostgresStore(pg_url)
+    try:
+        load = Loader(pg_store)
+        load.add(2500)
+        for batch, _ in enumerate(load.batches()):
+            if batch % 4 == 0:  # mid-load: what is stored is what a search finds, exactly
+                for store in (pg_store, other):
+                    q = load.query()
+                    assert load.search(q, 10, store) == load.nearest(q, 10)
+        for store in (pg_store, other):
+            for _ in range(5):
+                q = load.query()
+                assert load.search(q, 10, store) == load.nearest(q, 10)
+        assert other._copy.rows_read == len(load.vectors) == 2500  # each row read once
+    finally:
+        other.close()
 
 
-def test_a_small_batch_goes_through_the_index_and_a_large_load_rebuilds_it(
-    pg_store: PostgresStore,
-) -> None:
+def test_no_hnsw_index_is_left(pg_store: PostgresStore) -> None:
     load = Loader(pg_store)
-    load.add(300)  # a first batch of few vectors creates the index at once
+    load.add(300)
     load.store_all()
-    assert _state(pg_store) == "ready" and _hnsw_index(pg_store) is not None
-    load.add(200)  # few more: inserted through the index
-    for _ in load.batches():
-        assert _state(pg_store) == "ready" and _hnsw_index(pg_store) is not None
-    load.add(hnsw.BULK_FROM + 300)  # many more than indexed: defer, then rebuild
-    states = [(_state(pg_store), _hnsw_index(pg_store) is None) for _ in load.batches()]
-    assert states[0] == ("deferred", True)
-    _wait_ready(pg_store)
-    index = _hnsw_index(pg_store)
-    assert index is not None and index[1]
-    q = load.query()
-    assert load.search(q, 5) == load.nearest(q, 5)
     with pg_store.db.reader() as conn:
-        count = conn.execute("SELECT count(*) FROM memory_vectors").fetchone()
-    assert count is not None and count[0] == len(load.vectors) == 300 + 200 + hnsw.BULK_FROM + 300
-
-
-def test_a_build_replaces_an_invalid_index_left_by_a_build_that_died(
-    pg_store: PostgresStore,
-) -> None:
-    load = Loader(pg_store)
-    load.add(50)
-    load.store_all()
-    target = hnsw.Target(MODEL, DIM)
-    with pg_store.db.connection() as conn:
-        conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(target.name)))
-        conn.execute("UPDATE vector_indexes SET state = 'deferred'")
-        # a concurrent build that failed leaves an INVALID index under the name
-        with pytest.raises(Exception, match="could not create unique index"):
-            conn.execute(
-                sql.SQL("CREATE UNIQUE INDEX CONCURRENTLY {} ON memory_vectors (model_id)").format(
-                    sql.Identifier(target.name)
-                )
-            )
-    assert _hnsw_index(pg_store) is not None and not _hnsw_index(pg_store)[1]  # type: ignore[index]
-    assert not pg_store.vector_indexes_ready()
-    assert hnsw.build(pg_store.db, target)
-    index = _hnsw_index(pg_store)
-    assert index is not None and index[1] and "hnsw" in index[0]
-    assert pg_store.vector_indexes_ready()
+        rows = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_vectors'"
+        ).fetchall()
+        assert rows and not [r for r in rows if "hnsw" in r[0]]
+        assert conn.execute("SELECT to_regclass('vector_indexes')").fetchone() == (None,)

@@ -1,5 +1,6 @@
 """PostgreSQL search at a size where its shortcuts apply: keyword terms planned by frequency
-(store/postgres/keywords.py) and the HNSW scan with the filter applied after it."""
+(store/postgres/keywords.py) and the in-process copy of the vectors (store/postgres/vector_copy.py)
+filtered in memory and re-scored exactly."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_common_terms_are_dropped_when_a_rarer_one_is_left(
     assert all("zanzibar" in h.memory.content for h in hits.items)
 
 
-def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
+def test_vector_search_filters_in_the_copy_and_matches_exact(
     pg_store: PostgresStore,
 ) -> None:
     engram = Engram(pg_store, clock=FakeClock())
@@ -73,7 +74,6 @@ def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
     fill("other", 400)
     for q in rng.standard_normal((5, 16)).astype(np.float32):
         q /= np.linalg.norm(q)
-        # limit 10: the HNSW pool of 100 covers both environments, the filter keeps ~half
         hits = pg_store.vector_search(q, "m16", MemoryFilter(environment_ids=[mine.id]), limit=10)
         exact = np.argsort(-(vecs @ q))[:10]
         assert [h.memory_id for h in hits][:5] == [ids[i] for i in exact[:5]]
@@ -81,7 +81,7 @@ def test_vector_search_filters_after_the_hnsw_scan_and_matches_exact(
         assert np.allclose([h.score for h in hits[:5]], (vecs @ q)[exact[:5]], atol=1e-5)
 
 
-def test_a_filter_passing_few_or_no_memories_is_searched_in_one_statement(
+def test_a_search_of_a_loaded_copy_is_two_statements_and_one_passing_none_is_one(
     pg_store: PostgresStore, executed: list[str]
 ) -> None:
     engram = Engram(pg_store, clock=FakeClock())
@@ -93,15 +93,16 @@ def test_a_filter_passing_few_or_no_memories_is_searched_in_one_statement(
     q = vecs[0] + 0.5 * vecs[1]
     q /= np.linalg.norm(q)
     flt = MemoryFilter(environment_ids=[few.id])
+    pg_store.vector_search(q, "m16", flt, limit=10)  # the first search loads the copy
     statements = executed
     statements.clear()
     hits = pg_store.vector_search(q, "m16", flt, limit=10)
-    # 30 memories pass, fewer than the HNSW pool: the exact scan in the same round trip
-    assert len(statements) == 1
+    # what changed since the last read (nothing), then the float32 vectors of the rows kept
+    assert len(statements) == 2
     exact = np.argsort(-(vecs @ q))[:10]
     assert [h.memory_id for h in hits] == [added[i].id for i in exact]
     assert np.allclose([h.score for h in hits], (vecs @ q)[exact], atol=1e-5)
     statements.clear()
     none = MemoryFilter(environment_ids=[few.id], layers=[Layer.EPISODE])
     assert pg_store.vector_search(q, "m16", none, limit=10) == []
-    assert len(statements) == 1  # the count alone, no scan after it
+    assert len(statements) == 1  # the refresh alone: the copy passes no row

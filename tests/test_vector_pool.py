@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram.store.sqlite import vector_pool
+from engram.vectorindex import vector_pool
 
 
 def _expected(scores: np.ndarray, size: int, rows: np.ndarray) -> set[int]:

@@ -367,8 +367,8 @@ class Store(Protocol):
         self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
     ) -> list[VectorAnswer]:
         """Each query answered for one query vector, in order, exactly as ``vector_search``
-        and then ``vector_scores`` of its ``also`` would answer it (PostgreSQL: one round trip
-        and one HNSW scan for the queries of one size, the layers of an assembly)."""
+        and then ``vector_scores`` of its ``also`` would answer it (PostgreSQL: one refresh of
+        the in-process copy and one statement of exact cosines for the layers of an assembly)."""
         ...
 
     def search_streams(

@@ -215,4 +215,57 @@ LATER: tuple[Migration, ...] = (
             "CREATE INDEX sign_in_failures_at ON sign_in_failures (at)",
         ),
     ),
+    Migration(
+        "0024_vector_copy",
+        (
+            # each vector row names the transaction that last wrote it, so that an in-process
+            # copy reads what its last snapshot did not see (store/postgres/vector_copy.py);
+            # rows from before keep '1' (a copy loads them all at its first read)
+            "ALTER TABLE memory_vectors ADD COLUMN writer xid8 NOT NULL DEFAULT '1'",
+            "CREATE INDEX memory_vectors_writer ON memory_vectors (model_id, writer)",
+            """CREATE FUNCTION engram_vector_written() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                NEW.writer := pg_current_xact_id();
+                RETURN NEW;
+            END $$""",
+            "CREATE TRIGGER memory_vectors_written BEFORE INSERT OR UPDATE ON memory_vectors "
+            "FOR EACH ROW EXECUTE FUNCTION engram_vector_written()",
+            # a memory's environment, layer or status is kept beside its vectors in the copy
+            """CREATE FUNCTION engram_memory_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE memory_vectors SET writer = pg_current_xact_id()
+                WHERE memory_id = NEW.id;
+                RETURN NULL;
+            END $$""",
+            "CREATE TRIGGER memories_moved AFTER UPDATE ON memories FOR EACH ROW "
+            "WHEN (OLD.environment_id IS DISTINCT FROM NEW.environment_id "
+            "OR OLD.layer IS DISTINCT FROM NEW.layer OR OLD.status IS DISTINCT FROM NEW.status) "
+            "EXECUTE FUNCTION engram_memory_moved()",
+            # deleted vectors: every copy loads again (bumped in the deleting transaction)
+            """CREATE TABLE vector_epoch (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                value BIGINT NOT NULL
+            )""",
+            "INSERT INTO vector_epoch (id, value) VALUES (1, 0)",
+            """CREATE FUNCTION engram_vectors_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF EXISTS (SELECT 1 FROM gone) THEN
+                    UPDATE vector_epoch SET value = value + 1 WHERE id = 1;
+                END IF;
+                RETURN NULL;
+            END $$""",
+            "CREATE TRIGGER memory_vectors_removed AFTER DELETE ON memory_vectors "
+            "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
+            "EXECUTE FUNCTION engram_vectors_removed()",
+            # nothing scans the HNSW indexes any more: they only slowed every insert
+            """DO $$
+            DECLARE r record;
+            BEGIN
+                FOR r IN SELECT index_name FROM vector_indexes LOOP
+                    EXECUTE format('DROP INDEX IF EXISTS %I', r.index_name);
+                END LOOP;
+            END $$""",
+            "DROP TABLE vector_indexes",
+        ),
+    ),
 )

@@ -3,13 +3,13 @@
 Writes are transactions on pooled connections (PostgreSQL handles concurrent writers); reads
 run in autocommit. Keyword search uses an english ``tsvector`` generated from each memory's
 keyword text and ranked with ``ts_rank_cd``, over the query's terms chosen rarest first (see
-:mod:`.keywords`); vector search uses pgvector HNSW indexes (see :mod:`.vectors`). Each sub-store
+:mod:`.keywords`); vector search scans an in-process copy of the vectors and re-scores what it
+keeps with pgvector (see :mod:`.vector_copy`). Each sub-store
 (accounts, audit, Soul, ...) lives in its own module over the same :class:`PostgresDatabase`.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -21,7 +21,7 @@ from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
-from engram.store.postgres import hnsw, keywords, nearest, vectors
+from engram.store.postgres import keywords, vector_copy, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
 from engram.store.postgres.audit import PostgresAuditStore, insert_audit
 from engram.store.postgres.capture import PostgresCaptureStore
@@ -67,15 +67,13 @@ from engram.store.protocol import (
     VectorQuery,
 )
 from engram.text import content_words
+from engram.vectorindex import copies
 
 _UPSERT = (
     f"INSERT INTO memories ({', '.join(WRITE_COLUMNS)}) "
     f"VALUES ({', '.join(['%s'] * len(WRITE_COLUMNS))}) ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id")
 )
-
-PARALLEL_PUT_FROM = 64
-"""Vectors per put_embeddings call from which the upserts run on two connections at once."""
 
 _VECTOR_UPSERT = (
     "INSERT INTO memory_vectors "
@@ -108,25 +106,14 @@ class PostgresStore:
         self.capture = PostgresCaptureStore(self.db)
         self.handoffs = PostgresHandoffStore(self.db)
         self.imports = PostgresImportLedger(self.db)
-        self._builder = hnsw.Builder(self.db)
         self._group = GroupCommit(self._write_group, self._write_alone)
         self._term_frequencies = keywords.TermFrequencies()
-        self._ef_searches: weakref.WeakKeyDictionary[Connection, int] = weakref.WeakKeyDictionary()
+        self._copy = vector_copy.PostgresVectorCopy()
         self._streams = ThreadPoolExecutor(4, thread_name_prefix="engram-pg-keyword")
 
     def close(self) -> None:
         self._streams.shutdown()
-        self._builder.close()
         self.db.close()
-
-    def vector_indexes_ready(self) -> bool:
-        """Whether every HNSW index is built (none deferred by a bulk load, see :mod:`.hnsw`);
-        until then vector search scans exactly. PostgreSQL only."""
-        with self.db.reader() as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM vector_indexes WHERE state != 'ready'"
-            ).fetchone()
-        return not (row and row[0])
 
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         # a session advisory lock: released by PostgreSQL if this process dies holding it
@@ -362,29 +349,53 @@ class PostgresStore:
     def vector_search_many(
         self, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
     ) -> list[VectorAnswer]:
-        # one statement per pool (see :mod:`.nearest`): an assembly's layers share one
-        by_pool: dict[int, list[int]] = {}
-        for at, q in enumerate(queries):
-            by_pool.setdefault(nearest.pool_of(q.limit), []).append(at)
-        answers: dict[int, VectorAnswer] = {}
+        # the in-process copy (see :mod:`.vector_copy`): one refresh and one read of the float32
+        # vectors kept for every search the copy filters alone, and the similarities asked about
+        plain = [at for at, q in enumerate(queries) if not copies.needs_sql(q.flt)]
+        also = list(dict.fromkeys(i for q in queries for i in q.also))
+        hits: dict[int, list[Hit]] = {}
         with self.db.reader() as conn:
-            for pool, ats in by_pool.items():
-                group = [queries[at] for at in ats]
-                self._ef_search(conn, pool)
-                query, params = nearest.statement(vector, model_id, group, pool)
-                results = nearest.found(conn.execute(query, params).fetchall(), group)
-                for at, q, f in zip(ats, group, results, strict=True):
-                    if f.passing >= pool and len(f.nearest) < q.limit:
-                        # the filter left too few of the nearest: scan what it passes exactly
-                        query, params = nearest.exact(vector, model_id, q)
-                        rows = conn.execute(query, params).fetchall()
-                        hits = [Hit(r[2], float(r[0])) for r in rows]
-                    else:
-                        hits = nearest.hits(f)
-                    found = {h.memory_id for h in hits}
-                    scores = {i: s for i, s in f.scores.items() if i not in found}
-                    answers[at] = VectorAnswer(hits, scores)
-        return [answers[at] for at in range(len(queries))]
+            answer = self._copy.search(
+                conn,
+                model_id,
+                vector,
+                [_ask(queries[at].flt, queries[at].limit) for at in plain],
+                also,
+            )
+            for at, found in zip(plain, answer.hits, strict=True):
+                hits[at] = [Hit(i, s) for i, s in found]
+            for at, q in enumerate(queries):
+                if at not in hits:
+                    hits[at] = self._filtered(conn, vector, model_id, q.flt, q.limit)
+        out = []
+        for at, q in enumerate(queries):
+            found_ids = {h.memory_id for h in hits[at]}
+            scores = {i: answer.scores[i] for i in q.also if i in answer.scores}
+            out.append(
+                VectorAnswer(hits[at], {i: s for i, s in scores.items() if i not in found_ids})
+            )
+        return out
+
+    def _filtered(
+        self, conn: Connection, vector: Vector, model_id: str, flt: MemoryFilter, limit: int
+    ) -> list[Hit]:
+        """A search whose filter asks for more than the copy keeps: the copy's candidates
+        checked in SQL, widening until enough pass (:func:`engram.vectorindex.copies.filtered`);
+        the copy was refreshed by the same call."""
+
+        def search(want: int) -> list[tuple[str, float]]:
+            asks = [_ask(flt, want)]
+            return self._copy.search(conn, model_id, vector, asks, refresh=False).hits[0]
+
+        def passing(ids: list[str]) -> set[str]:
+            rest = copies.rest_of(flt, ids)
+            if rest is None:
+                return set()
+            cond, params = where(rest)
+            query = "SELECT m.id FROM memories m WHERE " + cond
+            return {r[0] for r in conn.execute(query, params)}
+
+        return [Hit(i, s) for i, s in copies.filtered(search, passing, flt, limit)]
 
     def search_streams(
         self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
@@ -400,27 +411,14 @@ class PostgresStore:
             hits, similarity = found.result()
         return Streams(hits, similarity, [a.hits for a in nearest])
 
-    def _ef_search(self, conn: Connection, ef: int) -> None:
-        """``hnsw.ef_search`` for this pooled connection's session, set only when it changes
-        (a ``SET LOCAL`` would cost a transaction and two more round trips per search)."""
-        if self._ef_searches.get(conn) != ef:
-            conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
-            self._ef_searches[conn] = ef
-
     def vector_scores(
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]
     ) -> dict[str, float]:
         if not memory_ids:
             return {}
-        dim = int(vector.shape[0])
-        model_cond, dist = vectors.distance(model_id, dim, exact=True)
-        query = sql.SQL(
-            "SELECT v.memory_id, 1 - {dist} FROM memory_vectors v "
-            "WHERE {model_cond} AND v.memory_id = ANY(%s)"
-        ).format(dist=dist, model_cond=model_cond)
         with self.db.reader() as conn:
-            rows = conn.execute(query, (vectors.Embedding(vector), list(memory_ids))).fetchall()
-        return {r[0]: float(r[1]) for r in rows}
+            found = vector_copy.exact(conn, model_id, vector, [], memory_ids)
+        return {memory_id: score for memory_id, _, score in found}
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0
@@ -443,33 +441,18 @@ class PostgresStore:
         if not updates:
             return
         # rows locked in one order everywhere: concurrent upserters (indexers, maintenance
-        # runs) queue instead of deadlocking
-        by_dim: dict[int, list[tuple[str, str, int, vectors.Embedding, str]]] = {}
-        for u in sorted(updates, key=lambda u: u.memory_id):
-            dim = int(u.vector.shape[0])
-            row = (model_id, u.content_hash, dim, vectors.Embedding(u.vector), u.memory_id)
-            by_dim.setdefault(dim, []).append(row)
-        with self.db.reader() as conn:
-            found = conn.execute(
-                "SELECT max(seq) FROM memories WHERE id = ANY(%s)",
-                ([u.memory_id for u in updates],),
-            ).fetchone()
-        last_seq = int(found[0]) if found and found[0] is not None else 0
-        for dim, rows in sorted(by_dim.items()):
-            target = hnsw.Target(model_id, dim)
-            deferred = hnsw.prepare(self.db, target, last_seq, len(rows))
-            if deferred or len(rows) < PARALLEL_PUT_FROM:
-                self._put_rows(rows)  # without the index, storing is cheap
-            else:
-                # HNSW inserts dominate and run in the server process of each connection: two
-                # transactions over disjoint halves use two cores (measured: twice the rate)
-                half = len(rows) // 2
-                with ThreadPoolExecutor(2, thread_name_prefix="engram-pg-vectors") as pool:
-                    list(pool.map(self._put_rows, (rows[:half], rows[half:])))
-            if deferred:
-                self._builder.settle(target, last_seq)
-
-    def _put_rows(self, rows: list[tuple[str, str, int, vectors.Embedding, str]]) -> None:
+        # runs) queue instead of deadlocking; no index over the vectors but their keys (search
+        # scans each process's copy, :mod:`.vector_copy`), so a bulk load is plain inserts
+        rows = [
+            (
+                model_id,
+                u.content_hash,
+                int(u.vector.shape[0]),
+                vectors.Embedding(u.vector),
+                u.memory_id,
+            )
+            for u in sorted(updates, key=lambda u: u.memory_id)
+        ]
         with self.db.tx() as conn, conn.cursor() as cur:
             cur.executemany(_VECTOR_UPSERT, rows)
 
@@ -479,7 +462,6 @@ class PostgresStore:
             removed = conn.execute(
                 "DELETE FROM memory_vectors WHERE model_id != %s", (keep_model_id,)
             ).rowcount
-            hnsw.drop_except(conn, keep_model_id)
         return int(removed)
 
     def embedding_stats(self) -> dict[str, int]:
@@ -536,3 +518,7 @@ def _purge_in(conn: Connection, ids: list[str]) -> int:
     if removed:  # a purge is a write: an index kept in step with the stamp must forget them
         conn.execute("UPDATE memory_stamp SET value = value + 1 WHERE id = 1")
     return removed
+
+
+def _ask(flt: MemoryFilter, limit: int) -> vector_copy.Ask:
+    return vector_copy.Ask(limit, flt.environment_ids, flt.layers, flt.statuses)

@@ -1,10 +1,8 @@
-"""pgvector storage: one untyped ``vector`` column, one HNSW index per (model, dimension).
+"""pgvector storage: one untyped ``vector`` column, with its ``dim`` beside it.
 
-Models differ in dimension, and an HNSW index needs a fixed one, so ``memory_vectors`` keeps
-an untyped ``embedding`` with its ``dim``, and each model gets a partial expression index
-``USING hnsw ((embedding::vector(dim)) vector_cosine_ops) WHERE model_id = … AND dim = …``
-(its lifecycle, including bulk loads, in :mod:`.hnsw`). Queries name the model and dimension
-as literals so the planner can match the partial index.
+Models differ in dimension, so ``memory_vectors`` keeps an untyped ``embedding``; search scans
+each process's in-memory copy (:mod:`.vector_copy`) and asks PostgreSQL only for the exact
+cosines of the rows it kept, by key. Queries name the model and dimension as literals.
 """
 
 from __future__ import annotations
@@ -45,8 +43,8 @@ def register(adapters: AdaptersMap) -> None:
 
 def distance(model_id: str, dim: int, *, exact: bool = False) -> tuple[sql.Composed, sql.Composed]:
     """The (filter, cosine-distance expression) for vectors of one model. The distance takes
-    the query vector as its one parameter; ``exact`` hides it from the HNSW index (``+ 0``) so
-    the planner scans every candidate that passes the filter."""
+    the query vector as its one parameter; ``exact`` wraps it (``+ 0``) so that no index over
+    the expression could answer it."""
     cond = sql.SQL("v.model_id = {} AND v.dim = {}").format(sql.Literal(model_id), sql.Literal(dim))
     dist = sql.SQL("(v.embedding::vector({}) <=> %s::vector({}))").format(
         sql.Literal(dim), sql.Literal(dim)

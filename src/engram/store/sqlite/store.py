@@ -67,6 +67,7 @@ from engram.store.sqlite.rows import (
 )
 from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
+from engram.vectorindex import copies
 
 _PLACEHOLDERS = ",".join("?" * (len(MEMORY_FIELDS) + 1))
 _INSERT = f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({_PLACEHOLDERS})"
@@ -447,22 +448,9 @@ class SQLiteStore:
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
     ) -> list[Hit]:
         conn = self.db.reader()
-        # environment, layer and status are filtered inside the in-memory index; anything else
-        # the filter asks for is checked in SQL on the candidates, widening until enough pass
-        needs_sql = bool(
-            flt.categories
-            or flt.tags
-            or flt.ids
-            or flt.created_after
-            or flt.created_before
-            or flt.updated_after
-            or flt.updated_before
-            or flt.min_importance is not None
-            or flt.max_importance is not None
-        )
-        want = limit if not needs_sql else limit * 4
-        while True:
-            candidates = self._vectors.search(
+
+        def search(want: int) -> list[tuple[str, float]]:
+            return self._vectors.search(
                 conn,
                 model_id,
                 vector,
@@ -471,20 +459,17 @@ class SQLiteStore:
                 layers=flt.layers,
                 statuses=flt.statuses,
             )
-            if not needs_sql:
-                return [Hit(i, s) for i, s in candidates]
-            ids = [c[0] for c in candidates]
-            rest = flt.model_copy(
-                update={"environment_ids": [], "layers": [], "statuses": [], "ids": ids}
-            )
+
+        def passing(ids: list[str]) -> set[str]:
+            rest = copies.rest_of(flt, ids)
+            if rest is None:
+                return set()
             cond, params = where(rest)
-            passing = {
-                r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {cond}", params)
-            }
-            hits = [Hit(i, s) for i, s in candidates if i in passing]
-            if len(hits) >= limit or len(candidates) < want:
-                return hits[:limit]
-            want *= 4
+            return {r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE {cond}", params)}
+
+        # environment, layer and status are filtered inside the in-memory index; anything else
+        # the filter asks for is checked in SQL on the candidates, widening until enough pass
+        return [Hit(i, s) for i, s in copies.filtered(search, passing, flt, limit)]
 
     def vector_scores(
         self, vector: Vector, model_id: str, memory_ids: Sequence[str]

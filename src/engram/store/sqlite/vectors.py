@@ -12,7 +12,8 @@ current); a refresh reads only rows newer than the last one. A purge bumps ``vec
 the next search reloads in full. Several processes may share the file: each keeps its own copy
 and catches up on its next search.
 
-**Search** is a scan, exact in what it returns. Filtering by environment, layer and status
+**Search** is a scan, exact in what it returns (the copy and its stages are shared with
+PostgreSQL's: :mod:`engram.vectorindex`). Filtering by environment, layer and status
 happens in numpy on the whole matrix. Every stage is an 8-bit dot product (numkong's SIMD
 kernels: about 6× faster than a float32 matrix product over the same rows):
 
@@ -39,307 +40,37 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-import numkong
 import numpy as np
 import numpy.typing as npt
 
 from engram import heap
 from engram.models import Layer, Status
-from engram.store.sqlite import vector_pool
 from engram.store.sqlite.rows import in_list
+from engram.vectorindex.copies import Copies
+from engram.vectorindex.matrix import (
+    FIT_SAMPLE,
+    LOAD_CHUNK,
+    PROJECT_FROM,
+    PROJECTED_DIMS,
+    Matrix,
+    Vector,
+)
 
-Vector = npt.NDArray[np.float32]
-Rows = npt.NDArray[np.intp]
-
-PROJECT_FROM = 20_000
-"""Rows from which the projected first stage is used (below, the full codes are as fast)."""
-PROJECTED_DIMS = 128
-FIT_SAMPLE = 20_000
-FIT_CHUNK = 2048
-"""Rows of the sample a fit holds as float64 at once."""
-BLOCK_BITS = 14
-BLOCK = 1 << BLOCK_BITS
-"""Rows per block of codes: the matrix grows a block at a time, never by copying."""
-LOAD_CHUNK = 4096
-"""Rows read from SQLite at a time when (re)loading: bounds the memory a full load borrows."""
-FORMAT = 1
-
-_LAYERS = {layer.value: i for i, layer in enumerate(Layer)}
-_STATUSES = {status.value: i for i, status in enumerate(Status)}
+_Matrix = Matrix
+__all__ = ["FIT_SAMPLE", "PROJECTED_DIMS", "VectorIndex", "_Matrix"]
 
 
-def quantize(vectors: Vector) -> tuple[npt.NDArray[np.int8], Vector]:
-    """8-bit codes and per-row scales: ``vectors ≈ codes × scale``."""
-    peak = np.abs(vectors).max(axis=1)
-    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    codes = np.rint(vectors / scale[:, None]).astype(np.int8)
-    return codes, scale
-
-
-def _query_codes(vector: Vector) -> npt.NDArray[np.int8]:
-    peak = float(np.abs(vector).max())
-    if peak == 0.0:
-        return np.zeros((1, vector.shape[0]), dtype=np.int8)
-    codes: npt.NDArray[np.int8] = np.rint(vector * (127.0 / peak)).astype(np.int8)
-    return codes.reshape(1, -1)
-
-
-def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-    """Integer dot products of one 8-bit query with each row of ``codes`` (SIMD)."""
-    if codes.shape[0] == 0:
-        return np.zeros(0)
-    return np.asarray(numkong.cdist(query, codes, metric="dot")).reshape(-1)
-
-
-def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
-    """``_dots`` over a block, the query packed once per scan: numkong's packed product is about
-    twice as fast as ``cdist`` over 16k rows of 128 codes, with the same integers (read as a
-    buffer: an ``asarray`` of the tensor took a third of the scan)."""
-    if codes.shape[0] == 0:
-        return np.zeros(0, dtype=np.int32)
-    return np.asarray(memoryview(numkong.dots_packed(codes, query))).reshape(-1)
-
-
-class _Matrix:
-    """The vectors of one model: 8-bit codes in blocks, and beside each row its memory's seq,
-    environment, layer and status."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.n = 0
-        self.rev = 0
-        # the newest rows read, (rev, seq, content hash): a saved copy is checked against them
-        self.recent: list[tuple[int, int, str]] = []
-        self.blocks: list[npt.NDArray[np.int8]] = []
-        self.scale: Vector = np.zeros(1024, dtype=np.float32)
-        self.seqs = np.zeros(1024, dtype=np.int64)
-        self.env = np.zeros(1024, dtype=np.int32)
-        self.layer = np.zeros(1024, dtype=np.int8)
-        self.status = np.zeros(1024, dtype=np.int8)
-        # the projected first stage: (row - mean) @ basis, coded per dimension by low_scale
-        self.mean: Vector | None = None
-        self.basis: Vector | None = None
-        self.low_scale: Vector | None = None
-        self.low: list[npt.NDArray[np.int8]] = []
-        self.fitted_at = 0
-        # seq -> row: seqs sorted up to ``sorted_n`` rows, the rows after scanned directly
-        self._order: Rows = np.zeros(0, dtype=np.intp)
-        self._sorted: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self._sorted_n = 0
-
-    # -- rows ----------------------------------------------------------------------------
-    def _reserve(self, n: int) -> None:
-        while len(self.blocks) * BLOCK < n:
-            self.blocks.append(np.zeros((BLOCK, self.dim), dtype=np.int8))
-            if self.basis is not None:
-                self.low.append(np.zeros((BLOCK, PROJECTED_DIMS), dtype=np.int8))
-        if len(self.seqs) < n:
-            size = max(n, 2 * len(self.seqs))
-            for name in ("scale", "seqs", "env", "layer", "status"):
-                old = getattr(self, name)
-                new = np.zeros(size, dtype=old.dtype)
-                new[: self.n] = old[: self.n]
-                setattr(self, name, new)
-
-    def locate(self, seqs: npt.NDArray[np.int64]) -> Rows:
-        """The row of each seq, or -1."""
-        if self.n - self._sorted_n > 4096:
-            self._order = np.argsort(self.seqs[: self.n], kind="stable")
-            self._sorted = self.seqs[: self.n][self._order]
-            self._sorted_n = self.n
-        rows = np.full(len(seqs), -1, dtype=np.intp)
-        if self._sorted_n:
-            pos = np.minimum(np.searchsorted(self._sorted, seqs), self._sorted_n - 1)
-            found = self._sorted[pos] == seqs
-            rows[found] = self._order[pos[found]]
-        tail = self.seqs[self._sorted_n : self.n]
-        if tail.size:
-            at = {int(s): self._sorted_n + i for i, s in enumerate(tail)}
-            for i in np.flatnonzero(rows < 0):
-                rows[i] = at.get(int(seqs[i]), -1)
-        return rows
-
-    def put(
-        self,
-        seqs: npt.NDArray[np.int64],
-        env: npt.NDArray[np.int32],
-        layer: npt.NDArray[np.int8],
-        status: npt.NDArray[np.int8],
-        vectors: Vector,
-    ) -> None:
-        """Write a batch of rows (distinct seqs): new ones appended, known ones replaced."""
-        rows = self.locate(seqs)
-        new = rows < 0
-        count = int(new.sum())
-        self._reserve(self.n + count)
-        rows[new] = np.arange(self.n, self.n + count)
-        self.seqs[rows[new]] = seqs[new]
-        self.n += count
-        codes, scale = quantize(vectors)
-        self.scale[rows] = scale
-        self.env[rows] = env
-        self.layer[rows] = layer
-        self.status[rows] = status
-        low = self._project(vectors) if self.basis is not None else None
-        for b in np.unique(rows >> BLOCK_BITS):
-            inside = (rows >> BLOCK_BITS) == b
-            offsets = rows[inside] & (BLOCK - 1)
-            self.blocks[b][offsets] = codes[inside]
-            if low is not None:
-                self.low[b][offsets] = low[inside]
-
-    def dequantized(self, start: int, stop: int) -> Vector:
-        """Rows ``start:stop`` (within one block) as float32."""
-        b, lo = start >> BLOCK_BITS, start & (BLOCK - 1)
-        codes = self.blocks[b][lo : lo + stop - start]
-        return codes.astype(np.float32) * self.scale[start:stop, None]
-
-    def codes_of(self, rows: Rows) -> npt.NDArray[np.int8]:
-        out, block = np.empty((len(rows), self.dim), dtype=np.int8), rows >> BLOCK_BITS
-        for b in np.unique(block):  # positions and take, not masks: ~1.8x faster at 2,400 rows
-            inside = np.flatnonzero(block == b)
-            out[inside] = self.blocks[b].take(rows[inside] & (BLOCK - 1), axis=0)
-        return out
-
-    def _block_spans(self) -> Iterable[tuple[int, int]]:
-        for b in range(len(self.blocks)):
-            start = b * BLOCK
-            if start >= self.n:
-                return
-            yield b, min(BLOCK, self.n - start)
-
-    def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.int32]:
-        """``query``'s dot with every row's full codes, or its projected (``low``) codes."""
-        packed, blocks = numkong.dots_pack(query), self.low if low else self.blocks
-        out = np.empty(self.n, dtype=np.int32)
-        for b, k in self._block_spans():
-            out[b * BLOCK : b * BLOCK + k] = _scan(packed, blocks[b][:k])
-        return out
-
-    # -- the projection ------------------------------------------------------------------
-    def _project(self, vectors: Vector) -> npt.NDArray[np.int8]:
-        assert self.mean is not None and self.basis is not None and self.low_scale is not None
-        low = (vectors - self.mean) @ self.basis / self.low_scale
-        return np.clip(np.rint(low), -127, 127).astype(np.int8)
-
-    def low_query(self, query: Vector) -> npt.NDArray[np.int8]:
-        assert self.basis is not None and self.low_scale is not None
-        return _query_codes((query @ self.basis) * self.low_scale)
-
-    def fit_projection(self, project_from: int) -> None:
-        """(Re)fit the projection once the matrix is large enough, and again each time it has
-        doubled: the top principal directions of the centred rows (the mean adds the same to
-        every row's score for one query, so ranking by the centred projection is unchanged)."""
-        if self.dim <= 2 * PROJECTED_DIMS or self.n < project_from:
-            return
-        if self.basis is not None and self.n < 2 * self.fitted_at:
-            return
-        pick = np.arange(self.n)
-        if self.n > FIT_SAMPLE:
-            pick = np.sort(np.random.default_rng(self.n).choice(self.n, FIT_SAMPLE, replace=False))
-        # the sample is walked FIT_CHUNK rows at a time (a whole float64 copy of 20,000 rows
-        # and its centred twin borrowed ~150 MB at once: the process's peak at 100k)
-        parts = [pick[lo : lo + FIT_CHUNK] for lo in range(0, len(pick), FIT_CHUNK)]
-        total = np.zeros(self.dim, dtype=np.float64)
-        for rows in parts:
-            total += self._sampled(rows).sum(axis=0, dtype=np.float64)
-        mean = total / len(pick)
-        cov = np.zeros((self.dim, self.dim), dtype=np.float64)
-        for rows in parts:
-            centred = self._sampled(rows).astype(np.float64)
-            centred -= mean
-            cov += centred.T @ centred
-        _, vectors = np.linalg.eigh(cov)  # ascending eigenvalues
-        basis = np.ascontiguousarray(vectors[:, ::-1][:, :PROJECTED_DIMS], dtype=np.float32)
-        spread = np.zeros(PROJECTED_DIMS, dtype=np.float32)
-        for rows in parts:
-            centred32 = (self._sampled(rows).astype(np.float64) - mean).astype(np.float32)
-            spread = np.maximum(spread, np.abs(centred32 @ basis).max(axis=0))
-        self.mean = mean.astype(np.float32)
-        self.basis = basis
-        self.low_scale = np.where(spread > 0, 1.25 * spread / 127.0, 1.0).astype(np.float32)
-        self.low = [np.zeros((BLOCK, PROJECTED_DIMS), dtype=np.int8) for _ in self.blocks]
-        for b, k in self._block_spans():
-            start = b * BLOCK
-            for lo in range(0, k, LOAD_CHUNK):
-                hi = min(k, lo + LOAD_CHUNK)
-                self.low[b][lo:hi] = self._project(self.dequantized(start + lo, start + hi))
-        self.fitted_at = self.n
-
-    def _sampled(self, rows: Rows) -> Vector:
-        return self.codes_of(rows).astype(np.float32) * self.scale[rows, None]
-
-    # -- on disk -------------------------------------------------------------------------
-    def arrays(self, env_ids: Sequence[str]) -> dict[str, npt.NDArray[np.generic]]:
-        n = self.n
-        out: dict[str, npt.NDArray[np.generic]] = {
-            "meta": np.array([FORMAT, self.dim, n, self.rev, self.fitted_at], dtype=np.int64),
-            "scale": self.scale[:n],
-            "seqs": self.seqs[:n],
-            "env": self.env[:n],
-            "layer": self.layer[:n],
-            "status": self.status[:n],
-            "env_ids": np.array(list(env_ids), dtype=np.str_),
-            "recent": np.array([(r, q) for r, q, _ in self.recent], dtype=np.int64).reshape(-1, 2),
-            "recent_hashes": np.array([h for _, _, h in self.recent], dtype=np.str_),
-        }
-        if self.mean is not None and self.basis is not None and self.low_scale is not None:
-            out |= {"mean": self.mean, "basis": self.basis, "low_scale": self.low_scale}
-            out |= {f"low{b}": self.low[b] for b, _ in self._block_spans()}
-        out |= {f"codes{b}": self.blocks[b] for b, _ in self._block_spans()}
-        return out
-
-    @classmethod
-    def from_arrays(cls, data: np.lib.npyio.NpzFile) -> tuple[_Matrix, list[str]]:
-        fmt, dim, n, rev, fitted_at = (int(x) for x in data["meta"])
-        if fmt != FORMAT:
-            raise ValueError(f"vector cache format {fmt}")
-        m = cls(dim)
-        m.n, m.rev, m.fitted_at = n, rev, fitted_at
-        pairs, hashes = data["recent"], data["recent_hashes"]
-        m.recent = [(int(r), int(q), str(h)) for (r, q), h in zip(pairs, hashes, strict=True)]
-        for name in ("scale", "seqs", "env", "layer", "status"):
-            arr = data[name]
-            setattr(m, name, np.concatenate([arr, np.zeros(1024, dtype=arr.dtype)]))
-        blocks = (n + BLOCK - 1) // BLOCK
-        m.blocks = [data[f"codes{b}"] for b in range(blocks)]
-        if "basis" in data:
-            m.mean, m.basis, m.low_scale = data["mean"], data["basis"], data["low_scale"]
-            m.low = [data[f"low{b}"] for b in range(blocks)]
-        if any(b.shape != (BLOCK, dim) for b in m.blocks):
-            raise ValueError("vector cache blocks of the wrong shape")
-        return m, [str(e) for e in data["env_ids"]]
-
-
-class VectorIndex:
+class VectorIndex(Copies):
     """Process-local cache of the vectors in one SQLite file (``cache_dir``: where it is kept
     between runs; ``None`` keeps nothing)."""
 
     def __init__(self, cache_dir: Path | None = None, project_from: int = PROJECT_FROM) -> None:
+        super().__init__(project_from)
         self._cache_dir = cache_dir
-        self._project_from = project_from
-        self._lock = threading.Lock()
-        self._models: dict[str, _Matrix] = {}
-        self._env_codes: dict[str, int] = {}
-        self._epoch = -1
         self._seen: dict[tuple[int, str], int] = {}  # (connection, model) -> data_version
-        self._rows_cache: dict[tuple[object, ...], tuple[Rows, npt.NDArray[np.bool_] | None]] = {}
-        # the last query's first-stage scores: context assembly asks once per layer with the
-        # same vector
-        self._memo: tuple[object, vector_pool.Scores] | None = None
-        self.rows_read = 0
-        """Vector rows read from the database by refreshes (a restart that finds its copy on
-        disk reads only the rows written since it was saved)."""
-
-    def _code(self, env_id: str) -> int:
-        code = self._env_codes.get(env_id)
-        if code is None:
-            code = self._env_codes[env_id] = len(self._env_codes) + 1
-        return code
 
     def _file(self, model_id: str) -> Path | None:
         if self._cache_dir is None:
@@ -448,17 +179,7 @@ class VectorIndex:
         return matrix
 
     def _put_chunk(self, matrix: _Matrix, chunk: list[tuple[object, ...]]) -> _Matrix:
-        # a vector of another size cannot belong to this model; skip it
-        keep = [r for r in chunk if r[4] == matrix.dim]
-        if keep:
-            vectors = np.frombuffer(b"".join(r[5] for r in keep), dtype=np.float32)  # type: ignore[misc]
-            matrix.put(
-                np.array([r[0] for r in keep], dtype=np.int64),
-                np.array([self._code(str(r[1])) for r in keep], dtype=np.int32),
-                np.array([_LAYERS[str(r[2])] for r in keep], dtype=np.int8),
-                np.array([_STATUSES[str(r[3])] for r in keep], dtype=np.int8),
-                vectors.reshape(len(keep), matrix.dim),
-            )
+        self._put(matrix, [r[:6] for r in chunk])  # type: ignore[misc]
         matrix.rev = int(chunk[-1][6])  # type: ignore[call-overload]
         tail = [(int(r[6]), int(r[0]), str(r[7])) for r in chunk[-64:]]  # type: ignore[call-overload]
         matrix.recent = (matrix.recent + tail)[-64:]
@@ -482,32 +203,10 @@ class VectorIndex:
             matrix = self._refresh(conn, model_id)
             if matrix is None or matrix.n == 0 or query.shape[0] != matrix.dim or limit <= 0:
                 return []
-            n = matrix.n
             q = query.astype(np.float32)
-            projected = matrix.basis is not None
-            key = (model_id, self._epoch, matrix.rev, n, matrix.fitted_at, q.tobytes())
-            if self._memo is not None and self._memo[0] == key:
-                scores: vector_pool.Scores = self._memo[1]
-            else:
-                if projected:
-                    scores = matrix.scan(matrix.low_query(q), low=True)
-                else:
-                    scores = matrix.scan(_query_codes(q), low=False) * matrix.scale[:n]
-                self._memo = (key, scores)
-            candidates, passing = self._rows(matrix, model_id, env_ids, layers, statuses)
-            if candidates.size == 0:
+            seqs = self._shortlist(matrix, model_id, q, limit, env_ids, layers, statuses)
+            if seqs.size == 0:
                 return []
-            if projected:  # stage 1 done: the full codes re-score the pool
-                pool = vector_pool.pool_size(limit, n)
-                candidates = vector_pool.best_rows(scores, pool, candidates, passing)
-                coarse: vector_pool.Scores = _dots(_query_codes(q), matrix.codes_of(candidates))
-                coarse = coarse * matrix.scale[candidates]
-            else:
-                coarse = scores[candidates]
-            keep = min(candidates.size, limit + max(limit // 2, 32))
-            if keep < candidates.size:
-                candidates = candidates[np.argpartition(-coarse, keep - 1)[:keep]]
-            seqs = matrix.seqs[candidates]
         return self._exact(conn, model_id, q, seqs, limit)
 
     @staticmethod
@@ -534,43 +233,6 @@ class VectorIndex:
         marks, params = in_list(list(near))
         ids = conn.execute(f"SELECT id, seq FROM memories WHERE seq IN ({marks})", params)
         return sorted(((i, near[s]) for i, s in ids), key=lambda h: (-h[1], h[0]))[:limit]
-
-    def _rows(
-        self,
-        matrix: _Matrix,
-        model_id: str,
-        env_ids: Sequence[str],
-        layers: Sequence[Layer],
-        statuses: Sequence[Status],
-    ) -> tuple[Rows, npt.NDArray[np.bool_] | None]:
-        """Rows passing the filter and their mask (``None``: all pass); cached until the
-        matrix changes (the same filters recur across queries and an assembly's layers)."""
-        key = (
-            model_id,
-            self._epoch,
-            matrix.rev,
-            matrix.n,
-            tuple(env_ids),
-            tuple(layers),
-            tuple(statuses),
-        )
-        cached = self._rows_cache.get(key)
-        if cached is not None:
-            return cached
-        n = matrix.n
-        mask = np.ones(n, dtype=bool)
-        if env_ids:
-            codes = [self._env_codes[e] for e in env_ids if e in self._env_codes]
-            mask &= np.isin(matrix.env[:n], codes)
-        if layers:
-            mask &= np.isin(matrix.layer[:n], [_LAYERS[x.value] for x in layers])
-        if statuses:
-            mask &= np.isin(matrix.status[:n], [_STATUSES[x.value] for x in statuses])
-        rows = np.flatnonzero(mask)
-        if len(self._rows_cache) >= 64:
-            self._rows_cache.clear()
-        self._rows_cache[key] = found = (rows, None if rows.size == n else mask)
-        return found
 
     def scores_for(
         self,

@@ -1,0 +1,108 @@
+"""The in-process copy of PostgreSQL's vectors kept current across processes
+(store/postgres/vector_copy.py): two stores over one database stand for two server processes,
+each with its own copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+
+from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory, Status
+from engram.store.postgres import PostgresStore
+from engram.store.protocol import EmbeddingUpdate
+from tests.conftest import FakeClock, embed_randomly
+
+ANY_STATUS = MemoryFilter(statuses=list(Status))
+
+
+Two = tuple[PostgresStore, PostgresStore, Engram]
+
+
+@pytest.fixture
+def two(pg_url: str) -> Iterator[Two]:
+    """Two stores over one database, and an Engram writing through the first."""
+    a, b = PostgresStore(pg_url), PostgresStore(pg_url)
+    yield a, b, Engram(a, clock=FakeClock())
+    a.close()
+    b.close()
+
+
+def _add(engram: Engram, store: PostgresStore, n: int, seed: int) -> tuple[list[str], np.ndarray]:
+    added = engram.memories.add_many(
+        [NewMemory(content=f"memory {seed} {i}") for i in range(n)], LOCAL
+    )
+    ids = [m.id for m in added]
+    return ids, embed_randomly(store, "m16", ids, np.random.default_rng(seed))
+
+
+def _top(store: PostgresStore, q: np.ndarray, flt: MemoryFilter = ANY_STATUS) -> list[str]:
+    return [h.memory_id for h in store.vector_search(q, "m16", flt, limit=5)]
+
+
+def test_a_vector_written_by_one_process_is_found_by_the_others_next_search(two: Two) -> None:
+    a, b, engram = two
+    ids, vecs = _add(engram, a, 50, 1)
+    assert _top(b, vecs[3])[0] == ids[3]  # b loads its copy
+    more, more_vecs = _add(engram, a, 5, 2)
+    assert _top(b, more_vecs[2])[0] == more[2]
+    assert b._copy.rows_read == 55  # the second read took only the new rows
+    # a re-embedded memory: b scores its new vector
+    fresh = np.roll(vecs[7], 3)
+    a.put_embeddings("m16", [_update(a, ids[7], fresh)])
+    assert _top(b, fresh)[0] == ids[7]
+
+
+def _update(store: PostgresStore, memory_id: str, vector: np.ndarray) -> EmbeddingUpdate:
+    with store.db.reader() as conn:
+        row = conn.execute(
+            "SELECT content_hash FROM memories WHERE id = %s", (memory_id,)
+        ).fetchone()
+    assert row is not None
+    return EmbeddingUpdate(memory_id, row[0], vector.astype(np.float32))
+
+
+def test_a_purge_and_a_status_change_in_one_process_reach_the_others_copy(two: Two) -> None:
+    a, b, engram = two
+    ids, vecs = _add(engram, a, 40, 3)
+    active = MemoryFilter()
+    assert _top(b, vecs[5], active)[0] == ids[5]
+    engram.memories.purge([ids[5]], LOCAL)
+    assert ids[5] not in _top(b, vecs[5], ANY_STATUS)
+    engram.memories.delete(ids[6], LOCAL)  # soft: its status changes, its vector stays
+    assert ids[6] not in _top(b, vecs[6], active)
+    assert _top(b, vecs[6], MemoryFilter(statuses=[Status.DELETED])) == [ids[6]]
+    assert _top(b, vecs[7], MemoryFilter(layers=[Layer.EPISODE])) == []
+
+
+def test_a_slow_transaction_committing_after_a_later_one_is_not_missed(
+    two: Two, pg_url: str
+) -> None:
+    a, b, engram = two
+    ids, vecs = _add(engram, a, 30, 4)
+    slow_id, fast_id = (
+        m.id
+        for m in engram.memories.add_many(
+            [NewMemory(content="slow one"), NewMemory(content="fast one")], LOCAL
+        )
+    )
+    assert _top(b, vecs[0])[0] == ids[0]
+    rng = np.random.default_rng(9)
+    slow_vec, fast_vec = (v / np.linalg.norm(v) for v in rng.standard_normal((2, 16)))
+    with psycopg.connect(pg_url) as slow:
+        # the slow transaction writes first (its transaction id is the lower one) ...
+        slow.execute(
+            "INSERT INTO memory_vectors (memory_id, model_id, environment_id, content_hash, "
+            "dim, embedding) SELECT id, 'm16', environment_id, content_hash, 16, %s::vector "
+            "FROM memories WHERE id = %s",
+            ("[" + ",".join(map(str, slow_vec.tolist())) + "]", slow_id),
+        )
+        # ... a later one commits, and b reads it while the slow one is still open
+        a.put_embeddings("m16", [_update(a, fast_id, fast_vec)])
+        assert _top(b, fast_vec)[0] == fast_id
+        assert slow_id not in _top(b, slow_vec)
+        slow.commit()
+    assert _top(b, slow_vec)[0] == slow_id
+    assert _top(b, fast_vec)[0] == fast_id
