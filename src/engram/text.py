@@ -40,7 +40,7 @@ def _word_tokens(text: str) -> list[str]:
         return _WORD_RE.findall(text)
     found = text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
     if "'" in text:
-        return [w for piece in found for w in (_WORD_RE.findall(piece) if "'" in piece else (piece,))]
+        return [w for p in found for w in (_WORD_RE.findall(p) if "'" in p else (p,))]
     return found
 
 
