@@ -24,9 +24,32 @@ STOPWORDS = frozenset(
 )
 
 
+_ASCII_WORD_BYTES = bytes(
+    c if (c < 128 and chr(c).isalnum()) or c == ord("'") else ord(" ") for c in range(256)
+)
+"""Every ASCII byte that cannot be part of a word (anything but a letter, digit or apostrophe)
+mapped to a space."""
+
+
+def _word_tokens(text: str) -> list[str]:
+    """``_WORD_RE.findall(text)``. An ASCII text is split without the regular expression (its
+    letters and digits are exactly the word characters): non-word bytes become spaces, then
+    a plain split; only a piece holding an apostrophe goes through the expression, which
+    finds the same words in it as in the whole text (the other characters never join)."""
+    if not text.isascii():
+        return _WORD_RE.findall(text)
+    found = text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
+    if "'" in text:
+        return [w for p in found for w in (_WORD_RE.findall(p) if "'" in p else (p,))]
+    return found
+
+
 def words(text: str) -> list[str]:
     """Lowercased words (letters and digits), apostrophes normalised."""
-    return [w.replace("’", "'") for w in _WORD_RE.findall(text.lower())]
+    low = text.lower()
+    if "’" not in low:
+        return _word_tokens(low)
+    return [w.replace("’", "'") for w in _WORD_RE.findall(low)]
 
 
 def content_words(text: str) -> list[str]:
@@ -39,7 +62,7 @@ def distinct_content_words(text: str) -> set[str]:
     low = text.lower()
     if "’" in low:
         low = low.replace("’", "'")
-    return set(_WORD_RE.findall(low)).difference(STOPWORDS)
+    return set(_word_tokens(low)).difference(STOPWORDS)
 
 
 def content_word_frozenset(text: str) -> frozenset[str]:
@@ -48,7 +71,7 @@ def content_word_frozenset(text: str) -> frozenset[str]:
     low = text.lower()
     if "’" in low:
         low = low.replace("’", "'")
-    return frozenset(_WORD_RE.findall(low)) - STOPWORDS
+    return frozenset(_word_tokens(low)) - STOPWORDS
 
 
 def content_hash(text: str) -> str:

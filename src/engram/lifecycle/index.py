@@ -39,6 +39,8 @@ NORM = 1e-6
 """Per word of a fact, subtracted from its score: ties go to the shorter fact, as a keyword
 ranking's length norm would."""
 
+_tuple = tuple.__new__
+
 _Entry = tuple[Fact, tuple[str, ...]]
 """A fact (its :class:`MemoryText`, or the whole memory the write path put there) and its
 distinct words."""
@@ -65,17 +67,37 @@ class CandidateIndex:
         self._enter_all(facts)
 
     def _enter_all(self, facts: Iterable[Fact]) -> None:
-        """:meth:`_enter` for many facts at once, each distinct text read into words once."""
+        """:meth:`_enter` for many facts at once: each distinct text read into words once, a
+        word's new slots gathered in a list and added to its postings in one step, the slots'
+        liveness and norms set in one step each."""
         seen: dict[str, tuple[str, ...]] = {}
-        entered: list[tuple[Fact, tuple[str, ...]]] = []
+        entries, slot_of = self._entries, self._slot
+        start = slot = len(entries)
+        gathered: dict[str, list[int]] = {}
+        norms: list[float] = []
         for f in facts:
             words = seen.get(f.content)
             if words is None:
                 words = seen[f.content] = tuple(fact_words(f.content))
-            entered.append((f, words))
-        self._grow(len(self._entries) + len(entered))
-        for f, words in entered:
-            self._enter(f, words)
+            entries.append((f, words))
+            slot_of[f.id] = slot
+            norms.append(NORM * len(words))
+            for w in words:
+                held = gathered.get(w)
+                if held is None:
+                    gathered[w] = [slot]
+                else:
+                    held.append(slot)
+            slot += 1
+        self._grow(slot)
+        self._alive[start:slot], self._norm[start:slot] = True, norms
+        by_word = self._by_word
+        for w, held in gathered.items():
+            postings = by_word.get(w)
+            if postings is None:
+                postings = by_word[w] = _Postings()
+            postings.slots.extend(held)
+            postings.live += len(held)
 
     def _grow(self, need: int) -> None:
         if need <= len(self._alive):
@@ -167,15 +189,16 @@ class CandidateIndex:
             best = scores >= -np.partition(-scores, limit - 1)[limit - 1]
             slots, scores = slots[best], scores[best]
         order = np.lexsort((-slots, -scores))[:limit]
-        entries = self._entries
+        entries, size, shared_with = self._entries, len(words), words.intersection
         out: list[Candidate[Fact]] = []
         for slot in slots[order].tolist():
             entry = entries[slot]
             assert entry is not None  # a live slot
             fact, held_words = entry
-            shared = len(words.intersection(held_words))
-            union = len(words) + len(held_words) - shared
-            out.append(Candidate(fact, shared / union if union else 1.0))
+            shared = len(shared_with(held_words))
+            union = size + len(held_words) - shared
+            # Candidate(fact, jaccard) without the named tuple's Python-level __new__
+            out.append(_tuple(Candidate, (fact, shared / union if union else 1.0, None)))
         return out
 
 
