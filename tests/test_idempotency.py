@@ -247,6 +247,55 @@ def test_a_duplicate_that_read_before_the_answer_was_kept_replays_it(served: Ser
     assert b"".join(m.get("body", b"") for m in sent[1:]) == b'{"id": "mem_x"}'
 
 
+def test_a_duplicate_between_the_reservation_and_its_registration_waits(served: Served) -> None:
+    """The race the concurrent test met under load (4 memories for one key): the first request's
+    reservation was committed but not yet registered as running in this process when a
+    duplicate read it, took this process for an owner that no longer runs it, took the
+    reservation over and ran too. The duplicate now finds it held and answers 409."""
+    engram = served.engram
+    user = _owner_id(served)
+    middleware = idem.IdempotencyMiddleware(create_app(engram), engram, ServerSettings())
+    real = engram.store.idempotency
+    committed, duplicate_done = threading.Event(), threading.Event()
+
+    class Slow:
+        """The store, with the first caller paused after its reservation is committed."""
+
+        def __init__(self) -> None:
+            self.paused = False
+
+        def reserve(self, *args: Any) -> Reservation | None:
+            found = real.reserve(*args)
+            if not self.paused:
+                self.paused = True
+                committed.set()
+                duplicate_done.wait(2)  # before the fix the duplicate ran meanwhile
+            return found
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    middleware._store = Slow()  # type: ignore[assignment]
+    results: dict[str, Reservation | None] = {}
+
+    def first() -> None:
+        results["first"] = middleware._reserve(InFlight(user, "gap", idem.OWNER), "fp")
+
+    def duplicate() -> None:
+        committed.wait(10)
+        results["duplicate"] = middleware._reserve(InFlight(user, "gap", idem.OWNER), "fp")
+        duplicate_done.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=duplicate)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results["first"] is None  # reserved: it runs
+    found = results["duplicate"]
+    assert found is not None and not found.answered  # held by the first: a 409, not a 2nd run
+
+
 def test_a_dead_servers_reservation(served: Served, clock: FakeClock) -> None:
     """A reservation whose owner process is gone: taken over if nothing was written, else
     never run again."""

@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,6 +113,11 @@ class IdempotencyMiddleware:
         self.settings = settings
         self._store: IdempotencyStore | None = None
         self._running: set[tuple[str, str]] = set()
+        # a reservation is committed, then registered in ``_running``: a duplicate of this
+        # process that read the row between the two took its owner (this process) for one
+        # that no longer runs it, took it over and ran it too; reserving and registering under
+        # one lock closes that window
+        self._reserving = threading.Lock()
         self._pruned = 0.0
 
     @property
@@ -168,6 +174,10 @@ class IdempotencyMiddleware:
         if time.monotonic() - self._pruned > PRUNE_EVERY:
             self._pruned = time.monotonic()
             self.store.prune(now - RETENTION)
+        with self._reserving:
+            return self._reserve_locked(inflight, fp, now)
+
+    def _reserve_locked(self, inflight: InFlight, fp: str, now: datetime) -> Reservation | None:
         while True:
             found = self.store.reserve(
                 inflight.user_id, inflight.key, fp, OWNER, now, now - RETENTION
@@ -234,9 +244,10 @@ class IdempotencyMiddleware:
         """The reservation as it is now (``None``: gone; the one reading it made is dropped)."""
         now = self.engram.clock()
         user_id, key = inflight.user_id, inflight.key
-        found = self.store.reserve(user_id, key, fp, OWNER, now, now - RETENTION)
-        if found is None:
-            self.store.release(user_id, key, OWNER)
+        with self._reserving:
+            found = self.store.reserve(user_id, key, fp, OWNER, now, now - RETENTION)
+            if found is None:
+                self.store.release(user_id, key, OWNER)
         return found
 
     async def _run(self, scope: Scope, receive: Receive, send: Send, inflight: InFlight) -> None:
