@@ -49,7 +49,8 @@ import numpy.typing as npt
 
 from engram import heap
 from engram.models import Layer, Status
-from engram.store.sqlite import vector_pool
+from engram.store.sqlite import packed_scan, vector_pool
+from engram.store.sqlite.packed_scan import PackedBlocks
 from engram.store.sqlite.rows import in_list
 
 Vector = npt.NDArray[np.float32]
@@ -95,15 +96,6 @@ def _dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArr
     return np.asarray(numkong.cdist(query, codes, metric="dot")).reshape(-1)
 
 
-def _scan(query: numkong.PackedMatrix, codes: npt.NDArray[np.int8]) -> npt.NDArray[np.int32]:
-    """``_dots`` over a block, the query packed once per scan: numkong's packed product is about
-    twice as fast as ``cdist`` over 16k rows of 128 codes, with the same integers (read as a
-    buffer: an ``asarray`` of the tensor took a third of the scan)."""
-    if codes.shape[0] == 0:
-        return np.zeros(0, dtype=np.int32)
-    return np.asarray(memoryview(numkong.dots_packed(codes, query))).reshape(-1)
-
-
 class _Matrix:
     """The vectors of one model: 8-bit codes in blocks, and beside each row its memory's seq,
     environment, layer and status."""
@@ -125,6 +117,7 @@ class _Matrix:
         self.basis: Vector | None = None
         self.low_scale: Vector | None = None
         self.low: list[npt.NDArray[np.int8]] = []
+        self.packed = PackedBlocks()  # the full blocks of ``low``, packed for the scan
         self.fitted_at = 0
         # seq -> row: seqs sorted up to ``sorted_n`` rows, the rows after scanned directly
         self._order: Rows = np.zeros(0, dtype=np.intp)
@@ -191,6 +184,7 @@ class _Matrix:
             self.blocks[b][offsets] = codes[inside]
             if low is not None:
                 self.low[b][offsets] = low[inside]
+                self.packed.forget(int(b))
 
     def dequantized(self, start: int, stop: int) -> Vector:
         """Rows ``start:stop`` (within one block) as float32."""
@@ -214,10 +208,9 @@ class _Matrix:
 
     def scan(self, query: npt.NDArray[np.int8], *, low: bool) -> npt.NDArray[np.int32]:
         """``query``'s dot with every row's full codes, or its projected (``low``) codes."""
-        packed, blocks = numkong.dots_pack(query), self.low if low else self.blocks
         out = np.empty(self.n, dtype=np.int32)
-        for b, k in self._block_spans():
-            out[b * BLOCK : b * BLOCK + k] = _scan(packed, blocks[b][:k])
+        blocks, packed = (self.low, self.packed) if low else (self.blocks, None)
+        packed_scan.scan(query, blocks, self._block_spans(), out, packed)
         return out
 
     # -- the projection ------------------------------------------------------------------
@@ -263,6 +256,7 @@ class _Matrix:
         self.basis = basis
         self.low_scale = np.where(spread > 0, 1.25 * spread / 127.0, 1.0).astype(np.float32)
         self.low = [np.zeros((BLOCK, PROJECTED_DIMS), dtype=np.int8) for _ in self.blocks]
+        self.packed = PackedBlocks()
         for b, k in self._block_spans():
             start = b * BLOCK
             for lo in range(0, k, LOAD_CHUNK):
