@@ -506,17 +506,21 @@ class SQLiteStore:
     def search_streams(
         self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
     ) -> Streams:
-        # the keyword stage on a second thread (SQLite lets go of the GIL, numkong does not)
-        started = self._beside.start(
-            lambda: self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
-        )
+        # the keyword stage and its hits' similarities on a second thread while this one
+        # scans (SQLite lets go of the GIL, numkong does not)
+        def keyword_stage() -> tuple[list[Hit], dict[str, float]]:
+            hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
+            ids = [h.memory_id for h in hits]
+            return hits, self.vector_scores(vector, model_id, ids) if ids else {}
+
+        started = self._beside.start(keyword_stage)
         try:
             nearest = [self.vector_search(vector, model_id, q.flt, limit=q.limit) for q in queries]
         finally:
-            hits = started()
+            hits, similarity = started()
         found = [{h.memory_id for h in hits} for hits in nearest]
-        missing = [h.memory_id for h in hits if any(h.memory_id not in f for f in found)]
-        scores = self.vector_scores(vector, model_id, missing) if missing else {}
+        missing = {h.memory_id for h in hits if any(h.memory_id not in f for f in found)}
+        scores = {i: s for i, s in similarity.items() if i in missing}
         return Streams(hits, scores, nearest)
 
     def pending_embeddings(
