@@ -18,7 +18,8 @@ kernels: about 6× faster than a float32 matrix product over the same rows):
 
 1. from ``PROJECT_FROM`` rows, a scan of the rows projected onto their 128 principal
    directions (centred; fitted on a sample, refitted when the matrix has doubled) picks a pool
-   of ``max(20 × limit, 2,000, min(n / 50, 4,000))`` candidates (``vector_pool``);
+   of ``max(20 × limit, 2,000, min(n / 50, 4,000))`` candidates (``vector_pool``), its full
+   blocks kept packed for numkong's faster packed product (``packed_scan``);
 2. the full 8-bit codes re-score the pool and keep ``limit + max(limit / 2, 32)``;
 3. those are re-scored exactly from their float32 blobs in SQLite, so the scores returned are
    exact cosines and the order is the exact order among them.
