@@ -1,7 +1,7 @@
 """The keyword stage beside the vector stage (store/sqlite/beside.py): run on a worker thread
-while the caller scans, run by the caller when every worker is busy or the store closed, its
-errors raised where its value is asked for; a hybrid search's hits are those of each stage
-alone."""
+while the caller scans, run by the caller when another search is under way or the store
+closed, its errors raised where its value is asked for; a hybrid search's hits are those of
+each stage alone."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from engram.store.sqlite.beside import Beside
 
 
 def test_a_stage_runs_on_a_worker_while_the_caller_goes_on() -> None:
-    beside = Beside(workers=1)
+    beside = Beside()
     go = threading.Event()
 
     def stage() -> str:
@@ -32,13 +32,14 @@ def test_a_stage_runs_on_a_worker_while_the_caller_goes_on() -> None:
     beside.close()
 
 
-def test_with_every_worker_busy_the_caller_runs_the_stage_itself() -> None:
-    beside, hold = Beside(workers=1), threading.Event()
+def test_with_another_search_under_way_the_caller_runs_the_stage_itself() -> None:
+    beside, hold = Beside(), threading.Event()
     busy = beside.start(lambda: hold.wait(5))
-    assert beside.start(threading.current_thread).__call__() is threading.current_thread()
+    here = beside.start(threading.current_thread)
     hold.set()
     assert busy() is True
-    # the worker is free again: the next stage goes to it
+    assert here() is threading.current_thread()  # run by its caller, when asked for
+    # nothing else under way again: the next stage goes to the worker
     assert beside.start(threading.current_thread)() is not threading.current_thread()
     beside.close()
     assert beside.start(threading.current_thread)() is threading.current_thread()  # closed
