@@ -135,21 +135,20 @@ _text_stems = HashedMemo(_stems_of, maxsize=20_000)
 """The stems of recent memory texts and contexts (keyword hits recur across queries)."""
 
 
+def query_marks(query_words: Sequence[str]) -> dict[str, str]:
+    """Each query word's index term between spaces, as ``matched`` looks for it (once per
+    query, not once per hit)."""
+    return {w: f" {stem} " for w, stem in _stems(query_words).items()}
+
+
 def matched(
-    query_words: Sequence[str], text: str, context: str
+    marks: dict[str, str], text: str, context: str
 ) -> tuple[frozenset[str], frozenset[str]]:
-    """The query words the index finds in ``text``, and those it finds only in ``context``."""
-    terms = _terms(tuple(query_words))
+    """The query words (``marks``: from ``query_marks``) the index finds in ``text``, and those
+    it finds only in ``context``."""
     own, near = _text_stems(text), _text_stems(context) if context else ""
-    found = frozenset(w for w, term in terms if term in own)
-    return found, frozenset(w for w, term in terms if term in near) - found
-
-
-@lru_cache(maxsize=1024)
-def _terms(query_words: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """Each query word with its index term between spaces (worked out once per query, not
-    once per hit)."""
-    return tuple((w, f" {_stem(w)} ") for w in query_words)
+    found = frozenset(w for w, term in marks.items() if term in own)
+    return found, frozenset(w for w, term in marks.items() if term in near) - found
 
 
 class TermCounts:

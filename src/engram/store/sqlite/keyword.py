@@ -76,5 +76,5 @@ def _filtered_inside(
 
 
 def _hits(query: str, rows: Sequence[Any]) -> list[Hit]:
-    words = list(dict.fromkeys(content_words(query)))
-    return [Hit(r[0], float(r[1]), *fts.matched(words, r[2], r[3]), Layer(r[4])) for r in rows]
+    marks = fts.query_marks(list(dict.fromkeys(content_words(query))))
+    return [Hit(r[0], float(r[1]), *fts.matched(marks, r[2], r[3]), Layer(r[4])) for r in rows]

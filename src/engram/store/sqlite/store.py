@@ -39,6 +39,7 @@ from engram.store.protocol import (
 from engram.store.sqlite import fts, keyword, locks
 from engram.store.sqlite.accounts import SQLiteAccountStore
 from engram.store.sqlite.audit import SQLiteAuditStore, insert_audit
+from engram.store.sqlite.beside import Beside
 from engram.store.sqlite.capture import SQLiteCaptureStore
 from engram.store.sqlite.conversations import SQLiteConversationStore
 from engram.store.sqlite.db import SQLiteDatabase
@@ -139,6 +140,7 @@ class SQLiteStore:
         self._group = GroupCommit(self._commit_group, leader=self.db.tx_lock)
         self._vectors = VectorIndex(Path(f"{self.path}.vectors"))
         self._term_counts = fts.TermCounts()
+        self._beside = Beside()  # a hybrid search's keyword stage, beside its vector scan
         self.accounts = SQLiteAccountStore(self.db)
         self.audit = SQLiteAuditStore(self.db)
         self.reviews = SQLiteReviewStore(self.db)
@@ -164,6 +166,7 @@ class SQLiteStore:
         # from the database instead
         with suppress(StorageError, sqlite3.Error, OSError):
             self._vectors.save(self.db.reader())
+        self._beside.close()
         self.db.close()
 
     def applied_migrations(self) -> list[str]:
@@ -492,11 +495,21 @@ class SQLiteStore:
     def search_streams(
         self, keyword: KeywordQuery, vector: Vector, model_id: str, queries: Sequence[VectorQuery]
     ) -> Streams:
-        hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
-        nearest = [self.vector_search(vector, model_id, q.flt, limit=q.limit) for q in queries]
+        # the keyword stage and its hits' similarities on a second thread while this one
+        # scans (SQLite lets go of the GIL, numkong does not)
+        def keyword_stage() -> tuple[list[Hit], dict[str, float]]:
+            hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
+            ids = [h.memory_id for h in hits]
+            return hits, self.vector_scores(vector, model_id, ids) if ids else {}
+
+        started = self._beside.start(keyword_stage)
+        try:
+            nearest = [self.vector_search(vector, model_id, q.flt, limit=q.limit) for q in queries]
+        finally:
+            hits, similarity = started()
         found = [{h.memory_id for h in hits} for hits in nearest]
-        missing = [h.memory_id for h in hits if any(h.memory_id not in f for f in found)]
-        scores = self.vector_scores(vector, model_id, missing) if missing else {}
+        missing = {h.memory_id for h in hits if any(h.memory_id not in f for f in found)}
+        scores = {i: s for i, s in similarity.items() if i in missing}
         return Streams(hits, scores, nearest)
 
     def pending_embeddings(

@@ -1,0 +1,87 @@
+"""The first stage's packed scan (vectorindex/packed_scan.py): the full blocks' packed copies
+give the very integers of the plain product, follow every change of a block's rows, and a
+stream of changed blocks is packed again at most ``REPACK_PER_SCAN`` a scan."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from engram.models import Layer, Status
+from engram.vectorindex import packed_scan
+from engram.vectorindex.matrix import BLOCK
+from engram.vectorindex.matrix import Matrix as _Matrix
+
+DIMS = 128
+
+
+def blocks(rng: np.random.Generator, count: int) -> list[npt.NDArray[np.int8]]:
+    return [rng.integers(-127, 128, size=(BLOCK, DIMS), dtype=np.int8) for _ in range(count)]
+
+
+def plain(query: npt.NDArray[np.int8], codes: list[npt.NDArray[np.int8]], n: int) -> np.ndarray:
+    rows = np.concatenate(codes)[:n].astype(np.int64)
+    return rows @ query[0].astype(np.int64)
+
+
+def test_packed_blocks_give_the_plain_products_and_the_last_block_is_not_packed() -> None:
+    rng = np.random.default_rng(3)
+    codes, n = blocks(rng, 3), 2 * BLOCK + 1000  # the third block partly filled
+    spans = [(0, BLOCK), (1, BLOCK), (2, 1000)]
+    query = rng.integers(-127, 128, size=(1, DIMS), dtype=np.int8)
+    packed, out = packed_scan.PackedBlocks(), np.empty(n, dtype=np.int32)
+    packed_scan.scan(query, codes, spans, out, packed)
+    assert (out == plain(query, codes, n)).all()
+    assert len(packed) == 2  # the full blocks
+    loose = np.empty(n, dtype=np.int32)
+    packed_scan.scan(query, codes, spans, loose)
+    assert (loose == out).all()
+
+
+def test_a_changed_block_is_scanned_as_it_is_until_packed_again() -> None:
+    rng = np.random.default_rng(4)
+    codes, n = blocks(rng, 3), 3 * BLOCK
+    spans = [(0, BLOCK), (1, BLOCK), (2, BLOCK)]
+    query = rng.integers(-127, 128, size=(1, DIMS), dtype=np.int8)
+    packed, out = packed_scan.PackedBlocks(), np.empty(n, dtype=np.int32)
+    packed_scan.scan(query, codes, spans, out, packed)
+    for b in (0, 2):  # two blocks' rows change after they were packed
+        codes[b][:50] = rng.integers(-127, 128, size=(50, DIMS), dtype=np.int8)
+        packed.forget(b)
+    assert len(packed) == 1
+    for repacked in (2, 3, 3):  # one changed block packed again per scan
+        packed_scan.scan(query, codes, spans, out, packed)
+        assert (out == plain(query, codes, n)).all()
+        assert len(packed) == repacked
+
+
+def test_a_matrix_s_written_rows_reach_its_packed_scan() -> None:
+    rng = np.random.default_rng(5)
+    dim, n = 384, 2 * BLOCK + 500
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    matrix = _Matrix(dim)
+
+    def put(seqs: np.ndarray, rows: np.ndarray) -> None:
+        k = len(seqs)
+        layer = np.full(k, list(Layer).index(Layer.FACT), dtype=np.int8)
+        status = np.full(k, list(Status).index(Status.ACTIVE), dtype=np.int8)
+        matrix.put(seqs, np.ones(k, dtype=np.int32), layer, status, rows)
+
+    put(np.arange(1, n + 1, dtype=np.int64), vectors)
+    matrix.fit_projection(1000)
+    query = matrix.low_query(vectors[7])
+
+    def unpacked() -> np.ndarray:
+        out = np.empty(matrix.n, dtype=np.int32)
+        packed_scan.scan(query, matrix.low, list(matrix._block_spans()), out)
+        return out
+
+    assert (matrix.scan(query, low=True) == unpacked()).all()
+    assert len(matrix.packed) == 2
+    # rows of the first block rewritten (an edited memory, a new vector): not the old codes
+    changed = rng.standard_normal((20, dim)).astype(np.float32)
+    put(np.arange(1, 21, dtype=np.int64), changed / np.linalg.norm(changed, axis=1)[:, None])
+    before = unpacked()
+    assert (matrix.scan(query, low=True) == before).all()
+    assert (matrix.scan(query, low=True) == before).all()
