@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from engram import LOCAL, Engram, Layer, MemoryFilter, NewMemory, Status
-from engram.store.postgres import PostgresStore
+from engram.store.postgres import PostgresStore, vector_copy
 from engram.store.protocol import EmbeddingUpdate
 from tests.conftest import FakeClock, embed_randomly
 
@@ -106,3 +106,20 @@ def test_a_slow_transaction_committing_after_a_later_one_is_not_missed(
         slow.commit()
     assert _top(b, slow_vec)[0] == slow_id
     assert _top(b, fast_vec)[0] == fast_id
+
+
+def test_a_memory_changed_after_the_refresh_is_not_returned_against_the_filter(two: Two) -> None:
+    """The exact stage checks the filter on the rows it reads: a memory deleted between the
+    copy's refresh and that statement (here: the search reuses a refresh from before the
+    change) is not returned to a search for active memories."""
+    a, _, engram = two
+    ids, vecs = _add(engram, a, 20, 5)
+    active = MemoryFilter()
+    asks = [vector_copy.Ask(5, active.environment_ids, active.layers, active.statuses)]
+    with a.db.reader() as conn:
+        first = a._copy.search(conn, "m16", vecs[4], asks).hits[0]
+    assert first[0][0] == ids[4]
+    engram.memories.delete(ids[4], LOCAL)
+    with a.db.reader() as conn:  # the copy as refreshed before the delete
+        after = a._copy.search(conn, "m16", vecs[4], asks, refresh=False).hits[0]
+    assert ids[4] not in [memory_id for memory_id, _ in after]

@@ -58,6 +58,8 @@ _KEY = re.compile(r"[\x21-\x7e]{1,255}")
 HOST = socket.gethostname()
 OWNER = f"{HOST}:{os.getpid()}:{secrets.token_hex(4)}"
 """This process, as the owner of the reservations it runs."""
+_STRIPES = 64
+"""Locks that reservations of this process take, by key."""
 
 PARAMETER: dict[str, Any] = {
     "name": HEADER,
@@ -116,8 +118,9 @@ class IdempotencyMiddleware:
         # a reservation is committed, then registered in ``_running``: a duplicate of this
         # process that read the row between the two took its owner (this process) for one
         # that no longer runs it, took it over and ran it too; reserving and registering under
-        # one lock closes that window
-        self._reserving = threading.Lock()
+        # the key's lock closes that window (locks striped by key: a reservation waiting on
+        # another transaction's row holds up only the keys of its stripe)
+        self._reserving = tuple(threading.Lock() for _ in range(_STRIPES))
         self._pruned = 0.0
 
     @property
@@ -174,8 +177,11 @@ class IdempotencyMiddleware:
         if time.monotonic() - self._pruned > PRUNE_EVERY:
             self._pruned = time.monotonic()
             self.store.prune(now - RETENTION)
-        with self._reserving:
+        with self._lock(inflight):
             return self._reserve_locked(inflight, fp, now)
+
+    def _lock(self, inflight: InFlight) -> threading.Lock:
+        return self._reserving[hash((inflight.user_id, inflight.key)) % _STRIPES]
 
     def _reserve_locked(self, inflight: InFlight, fp: str, now: datetime) -> Reservation | None:
         while True:
@@ -244,7 +250,7 @@ class IdempotencyMiddleware:
         """The reservation as it is now (``None``: gone; the one reading it made is dropped)."""
         now = self.engram.clock()
         user_id, key = inflight.user_id, inflight.key
-        with self._reserving:
+        with self._lock(inflight):
             found = self.store.reserve(user_id, key, fp, OWNER, now, now - RETENTION)
             if found is None:
                 self.store.release(user_id, key, OWNER)

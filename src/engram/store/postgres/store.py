@@ -418,7 +418,7 @@ class PostgresStore:
             return {}
         with self.db.reader() as conn:
             found = vector_copy.exact(conn, model_id, vector, [], memory_ids)
-        return {memory_id: score for memory_id, _, score in found}
+        return {row.memory_id: row.score for row in found}
 
     def pending_embeddings(
         self, model_id: str, *, limit: int, after: int = 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from psycopg import sql
@@ -115,14 +116,20 @@ class PostgresVectorCopy(Copies):
         seqs = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *shortlists]))
         if seqs.size == 0 and not also:
             return Answer([[] for _ in asks], {})
-        by_seq: dict[int, tuple[str, float]] = {}
+        by_seq: dict[int, Exact] = {}
         scores: dict[str, float] = {}
-        for memory_id, seq, score in exact(conn, model_id, q, seqs.tolist(), also):
-            by_seq[seq] = (memory_id, score)
-            scores[memory_id] = score
+        for row in exact(conn, model_id, q, seqs.tolist(), also):
+            by_seq[row.seq] = row
+            scores[row.memory_id] = row.score
         hits = []
         for a, shortlist in zip(asks, shortlists, strict=True):
-            found = [by_seq[s] for s in shortlist.tolist() if s in by_seq]
+            # the copy's filter again, on the rows as this statement read them: a memory moved
+            # or deleted since the refresh is not returned to a search it no longer matches
+            found = [
+                (r.memory_id, r.score)
+                for r in (by_seq.get(s) for s in shortlist.tolist())
+                if r is not None and _matches(r, a)
+            ]
             hits.append(sorted(found, key=lambda h: (-h[1], h[0]))[: a.limit])
         wanted = set(also)
         return Answer(hits, {i: s for i, s in scores.items() if i in wanted})
@@ -180,16 +187,39 @@ class PostgresVectorCopy(Copies):
         return matrix
 
 
+class Exact(NamedTuple):
+    """A memory's exact cosine, and where it is as the statement read it."""
+
+    memory_id: str
+    seq: int
+    score: float
+    env_id: str
+    layer: str
+    status: str
+
+
+def _matches(row: Exact, ask: Ask) -> bool:
+    return (
+        (not ask.env_ids or row.env_id in ask.env_ids)
+        and (not ask.layers or row.layer in {layer.value for layer in ask.layers})
+        and (not ask.statuses or row.status in {status.value for status in ask.statuses})
+    )
+
+
 def exact(
     conn: Connection, model_id: str, query: Vector, seqs: Sequence[int], ids: Sequence[str]
-) -> list[tuple[str, int, float]]:
-    """(id, seq, cosine) of the memories at ``seqs`` or with ``ids`` that have a vector of
-    ``model_id`` of the query's dimension: pgvector's exact cosines, in one statement."""
+) -> list[Exact]:
+    """The memories at ``seqs`` or with ``ids`` that have a vector of ``model_id`` of the
+    query's dimension, with pgvector's exact cosines, in one statement."""
     dim = int(query.shape[0])
     model_cond, dist = vectors.distance(model_id, dim, exact=True)
     statement = sql.SQL(
-        "SELECT m.id, m.seq, 1 - {dist} FROM memory_vectors v JOIN memories m "
+        "SELECT m.id, m.seq, 1 - {dist}, m.environment_id, m.layer, m.status "
+        "FROM memory_vectors v JOIN memories m "
         "ON m.id = v.memory_id WHERE {model_cond} AND (m.seq = ANY(%s) OR m.id = ANY(%s))"
     ).format(dist=dist, model_cond=model_cond)
     params = (vectors.Embedding(query), list(seqs), list(dict.fromkeys(ids)))
-    return [(r[0], int(r[1]), float(r[2])) for r in conn.execute(statement, params).fetchall()]
+    return [
+        Exact(r[0], int(r[1]), float(r[2]), r[3], r[4], r[5])
+        for r in conn.execute(statement, params).fetchall()
+    ]
