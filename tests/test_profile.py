@@ -17,6 +17,7 @@ from engram.actors import Actor
 from engram.api.routers.profile import HABIT_PATTERN
 from engram.capture.habits import habit_of
 from engram.cli import main
+from engram.cli.common import console
 from engram.errors import Conflict, InvalidInput, NotFound
 from engram.limits import NONBLANK_PATTERN
 from engram.service.profile import BLOCK_END, BLOCK_START
@@ -133,8 +134,10 @@ def test_the_digest_is_bounded_and_stable(engram: Engram, clock: FakeClock) -> N
 
 
 def test_profile_apply_writes_a_delimited_block_with_a_backup(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a narrow terminal: a path is printed whole, not wrapped where it is too long for a line
+    monkeypatch.setattr(console, "_width", 40)
     home = tmp_path / "home"
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
