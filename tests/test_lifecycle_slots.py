@@ -110,6 +110,30 @@ def test_the_same_slot_supersedes_even_without_shared_wording(engram: Engram) ->
     assert "location" in out.reason
 
 
+def test_a_fact_restated_in_other_words_merges_into_the_slot_it_repeats(engram: Engram) -> None:
+    moved = engram.lifecycle.remember(NewMemory(content=LISBON), LOCAL)
+    job = engram.lifecycle.remember(
+        NewMemory(content="Mateo Lindqvist started working at Stark this spring."), LOCAL
+    )
+    # few shared words (below the dedup threshold), but the same slot with the same value
+    for text, target in (
+        ("As noted, Caroline lives in Lisbon.", moved),
+        ("Mateo Lindqvist works at Stark, actually.", job),
+    ):
+        out = engram.lifecycle.remember(NewMemory(content=text), LOCAL)
+        assert out.action is WriteAction.MERGED, (text, out.reason)
+        assert out.absorbed_into == target.memory.id
+    # a new detail, another subject or a clause that is no claim: not merged
+    for text in (
+        "Mateo Lindqvist works at Stark in Berlin.",
+        "Mateo Brennan works at Stark.",
+        "Caroline lives in Lisbon and the weather there is lovely.",
+    ):
+        out = engram.lifecycle.remember(NewMemory(content=text), LOCAL)
+        assert out.action is not WriteAction.MERGED, (text, out.reason)
+    assert engram.memories.get(moved.memory.id, LOCAL).status is Status.ACTIVE
+
+
 def test_important_and_pinned_memories_need_a_strong_match(engram: Engram) -> None:
     tea = engram.lifecycle.remember(NewMemory(content="Prefers tea", importance=0.9), LOCAL)
     out = engram.lifecycle.remember(NewMemory(content="Prefers coffee"), LOCAL)

@@ -33,7 +33,15 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from functools import lru_cache
 
-from engram.lifecycle.claims import FILLERS, MARKER_WORDS, NEGATIONS, Claim, claims, norm
+from engram.lifecycle.claims import (
+    FILLERS,
+    MARKER_WORDS,
+    NEGATIONS,
+    Claim,
+    claims,
+    clauses,
+    norm,
+)
 from engram.text import STOPWORDS, words
 
 
@@ -222,6 +230,37 @@ def may_be_clear(old: str, new: str) -> bool:
 def _slots(text: str) -> tuple[frozenset[str], bool]:
     """The attributes of the claims of ``text`` and whether it is negated."""
     return frozenset(c.attribute for c in claims(text)), _negated(text)
+
+
+@lru_cache(maxsize=65_536)
+def _every_clause_claims(text: str) -> bool:
+    """Whether each clause of ``text`` was read as a claim (so none says something else)."""
+    return len(claims(text)) == len(clauses(text.replace("’", "'")))
+
+
+def restates(old: str, new: str) -> bool:
+    """Whether ``new`` says nothing ``old`` does not: each of its clauses is a claim, and each
+    claim has one in ``old`` on the same slot (equal subject, same attribute) with the same
+    value, polarity and numbers, its value words among the older claim's ("Mateo works at
+    Stark, actually" restates "Mateo started working at Stark this spring"). Such a fact is a
+    duplicate however few words the two texts share; a new detail, a changed value or a
+    clause that is not a claim makes it none."""
+    cn = claims(new)
+    if not cn or not _every_clause_claims(new):
+        return False
+    co = claims(old)
+    return all(
+        any(
+            o.attribute == c.attribute
+            and o.subject == c.subject
+            and o.negated == c.negated
+            and o.core == c.core
+            and c.value <= o.value
+            and _values(o) == _values(c)
+            for o in co
+        )
+        for c in cn
+    )
 
 
 def check(old: str, new: str) -> Finding:

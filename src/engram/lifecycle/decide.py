@@ -16,6 +16,7 @@ from engram.lifecycle.contradiction import (
     Verdict,
     check,
     may_be_clear,
+    restates,
 )
 from engram.lifecycle.dedup import Candidate, F, Fact
 
@@ -70,7 +71,10 @@ def decide(
 
     1. a duplicate (Jaccard or cosine at the dedup threshold) that the new text does not
        clearly contradict: merge into it;
-    2. a clear contradiction on the same slot, strong enough for the older memory's
+    2. a fact the new text only restates (:func:`~engram.lifecycle.contradiction.restates`:
+       each of its claims on a slot of the older fact with the same value, nothing more),
+       however few words they share: merge into it;
+       a clear contradiction on the same slot, strong enough for the older memory's
        importance (:func:`supersede_allowed`): supersede it;
     3. a clear contradiction not strong enough, or an unclear one: store the new fact and
        queue the pair;
@@ -87,7 +91,7 @@ def decide(
 
     Each rule stops at its first match, so a pair is checked only when an earlier one did not
     decide: rule 1 checks only duplicates (always within the band), rule 2 stops at the first
-    contradiction it may act on, and a check made by rule 1 is not made again.
+    restatement or contradiction it may act on, and a check made by rule 1 is not made again.
     """
     ranked = sorted(candidates, key=_similarity, reverse=True)
     made: dict[int, Finding] = {}
@@ -119,6 +123,8 @@ def decide(
         if not band and not (j > 0.0 and may_be_clear(fact.content, new_text)):
             continue
         f = finding(at)
+        if f.verdict is Verdict.NONE and j > 0.0 and restates(fact.content, new_text):
+            return Decision(Move.MERGE, ranked[at], f)
         if f.verdict is Verdict.CLEAR and supersede_allowed(f, fact, cfg):
             return Decision(Move.SUPERSEDE, ranked[at], f)
         if review is None and (
