@@ -85,3 +85,29 @@ def test_a_matrix_s_written_rows_reach_its_packed_scan() -> None:
     before = unpacked()
     assert (matrix.scan(query, low=True) == before).all()
     assert (matrix.scan(query, low=True) == before).all()
+
+
+def test_a_matrix_finds_each_seq_s_row_in_its_sorted_part_and_its_unsorted_tail() -> None:
+    """Rows are appended in batches of shuffled seqs (some written again); ``locate`` gives
+    each seq its row, or -1, whether the row is in the sorted part or the tail after it."""
+    rng = np.random.default_rng(5)
+    matrix, row_of = _Matrix(DIMS), {}
+    seqs = rng.permutation(20_000).astype(np.int64) + 1
+    for start in range(0, 12_000, 1_500):
+        batch = seqs[start : start + 1_500]
+        again = rng.choice(seqs[: start + 1], size=min(start + 1, 40), replace=False)
+        batch = np.unique(np.concatenate([batch, again[np.isin(again, list(row_of))]]))
+        n = len(batch)
+        matrix.put(
+            batch,
+            np.ones(n, dtype=np.int32),
+            np.full(n, 0, dtype=np.int8),
+            np.full(n, 0, dtype=np.int8),
+            rng.standard_normal((n, DIMS)).astype(np.float32),
+        )
+        for s in batch:
+            row_of.setdefault(int(s), len(row_of))
+        probe = np.concatenate([rng.choice(seqs[: start + 1_500], 500), np.array([0, 99_999])])
+        want = np.array([row_of.get(int(s), -1) for s in probe])
+        assert (matrix.locate(probe) == want).all()
+    assert matrix.n == len(row_of) == 12_000

@@ -114,10 +114,14 @@ class Matrix:
             found = self._sorted[pos] == seqs
             rows[found] = self._order[pos[found]]
         tail = self.seqs[self._sorted_n : self.n]
-        if tail.size:
-            at = {int(s): self._sorted_n + i for i, s in enumerate(tail)}
-            for i in np.flatnonzero(rows < 0):
-                rows[i] = at.get(int(seqs[i]), -1)
+        missing = np.flatnonzero(rows < 0)
+        if tail.size and missing.size:  # the unsorted tail (up to 4,096 rows), sorted here
+            order = np.argsort(tail, kind="stable")
+            ranked = tail[order]
+            wanted = seqs[missing]
+            pos = np.minimum(np.searchsorted(ranked, wanted), tail.size - 1)
+            found = ranked[pos] == wanted
+            rows[missing[found]] = self._sorted_n + order[pos[found]]
         return rows
 
     def put(
