@@ -5,6 +5,10 @@ reaching the in-memory vector index)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from engram import LOCAL, Engram, MemoryFilter, NewMemory, Status
 from engram.lifecycle import WriteAction
 from engram.models import Action, Layer, MemoryPatch
@@ -80,3 +84,38 @@ def test_a_superseded_fact_leaves_vector_search_and_its_undo_brings_it_back(
     assert near() == [out.memory.id]
     engram.lifecycle.undo(old.id, LOCAL)
     assert sorted(near()) == sorted([old.id, out.memory.id])
+
+
+class _Counting(ChosenEmbedder):
+    """Counts the texts it embeds and the calls that asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super().embed_batch(texts)
+
+
+def test_a_write_embeds_its_text_only_when_it_is_kept_or_looked_up_by_meaning(
+    store: Store, clock: FakeClock
+) -> None:
+    counting = _Counting()
+    engram = Engram(store, clock=clock, embedder=counting)
+    first = engram.lifecycle.remember(NewMemory(content="The team deploys with Ansible"), LOCAL)
+    assert counting.calls == [["The team deploys with Ansible"]]  # looked up, then stored
+    assert store.pending_embeddings(counting.model_id, limit=10) == []
+    # a duplicate on keyword evidence is merged without a vector (its record, out of search,
+    # is left to the background indexer)
+    again = engram.lifecycle.remember(NewMemory(content="The team deploys with Ansible"), LOCAL)
+    assert again.action is WriteAction.MERGED and again.absorbed_into == first.memory.id
+    assert len(counting.calls) == 1
+    # a batch embeds its checked texts in one call
+    counting.calls.clear()
+    engram.lifecycle.remember_many(
+        [NewMemory(content="Ravi prefers tea"), NewMemory(content="Ravi lives in Pune")], LOCAL
+    )
+    assert counting.calls == [["Ravi prefers tea", "Ravi lives in Pune"]]
+    pending = store.pending_embeddings(counting.model_id, limit=10)
+    assert [p.memory_id for p in pending] == [again.merged_record]

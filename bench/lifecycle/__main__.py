@@ -173,9 +173,14 @@ def main() -> None:
     parser.add_argument("--speed-only", action="store_true", help="only the write speed")
     args = parser.parse_args()
     sizes = [int(x) for x in args.speed.split(",") if x.strip()]
+    embedder = None if args.no_embedder else default_embedder()
     if sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            speed = [run_speed(Path(tmp), size, args.speed_writes) for size in sizes]
+            speed = [
+                run_speed(Path(tmp), size, args.speed_writes, emb)
+                for emb in [None] + ([embedder] if embedder is not None else [])
+                for size in sizes
+            ]
         print()
         print(SPEED_HEADER)
         for s in speed:
@@ -183,7 +188,6 @@ def main() -> None:
         print()
     if args.speed_only:
         return
-    embedder = None if args.no_embedder else default_embedder()
     hard = hard_stream()
     print(f"hard stream: {len(hard)} facts: {dict(Counter(i.kind for i in hard))}", flush=True)
     hard_rows: list[HardScore] = []

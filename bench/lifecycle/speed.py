@@ -5,8 +5,11 @@ stream are then written through
 - the default write path (dedup and contradiction), one by one;
 - the default write path in batches of ``BATCH``.
 
-Keyword-only (the filled facts have no vectors). The default path's time includes building the
-candidate index once (after its first few writes), as a server pays it.
+Keyword-only (the filled facts have no vectors), and, when the default static embedder is
+available, again with it (the filled facts embedded first, as the background indexer leaves
+them; each write embeds what it keeps or looks up by meaning and stores its vector). The default
+path's time includes building the candidate index once (after its first few writes), as a
+server pays it.
 
 Each rate is given twice: writes per second of wall time, and (in brackets) per second of the
 process's own CPU time (``time.process_time``), which a machine shared with other work disturbs
@@ -24,6 +27,7 @@ from pathlib import Path
 from bench.lifecycle.generate import stream
 from bench.lifecycle.hard import hard_stream
 from engram import LOCAL, Engram, NewMemory
+from engram.embeddings.protocol import Embedder
 from engram.store.sqlite import SQLiteStore
 
 BATCH = 100
@@ -52,6 +56,7 @@ class _Clock:
 @dataclass
 class SpeedRow:
     size: int
+    mode: str
     writes: int
     plain: Rate
     default: Rate
@@ -62,36 +67,44 @@ class SpeedRow:
     def row(self) -> str:
         rates = (self.plain, self.default, self.warm, self.batched)
         return (
-            f"| {self.size:>7,} | {self.writes:>6,} | " + " | ".join(r.show() for r in rates) + " |"
+            f"| {self.size:>7,} | {self.mode:<15} | {self.writes:>6,} | "
+            + " | ".join(r.show() for r in rates)
+            + " |"
         )
 
 
 HEADER = (
-    "| facts in the environment | writes | plain add/s (per CPU s) "
+    "| facts in the environment | mode | writes | plain add/s (per CPU s) "
     "| default path/s, one by one | the same, second half | default path/s, batches of 100 |"
-    "\n|---|---|---|---|---|---|"
+    "\n|---|---|---|---|---|---|---|"
 )
 
 
-def _fill(path: Path, size: int) -> None:
+def _fill(path: Path, size: int, embedder: Embedder | None) -> None:
     texts = [i.text for i in stream(size, 11)]
-    with Engram(SQLiteStore(path)) as engram:
+    with Engram(SQLiteStore(path), embedder=embedder) as engram:
         for start in range(0, len(texts), 1000):
             chunk = texts[start : start + 1000]
             engram.memories.add_many([NewMemory(content=t) for t in chunk], LOCAL)
+        while engram.index_pending(5000):  # every fact embedded, as the indexer leaves them
+            pass
 
 
-def run_speed(root: Path, size: int, writes: int) -> SpeedRow:
-    base = root / f"fill-{size}.db"
+def run_speed(root: Path, size: int, writes: int, embedder: Embedder | None = None) -> SpeedRow:
+    mode_name = "static embedder" if embedder is not None else "keyword only"
+    base = root / f"fill-{size}-{embedder is not None}.db"
     started = time.perf_counter()
-    _fill(base, size)
-    print(f"  filled {size:,} facts in {time.perf_counter() - started:.1f} s", flush=True)
+    _fill(base, size, embedder)
+    print(
+        f"  filled {size:,} facts in {time.perf_counter() - started:.1f} s ({mode_name})",
+        flush=True,
+    )
     items = [NewMemory(content=i.text, importance=i.importance) for i in hard_stream()[:writes]]
     rates: dict[str, Rate] = {}
     for mode in ("plain", "default", "batched"):
-        path = root / f"speed-{size}-{mode}.db"
+        path = root / f"speed-{size}-{mode}-{embedder is not None}.db"
         shutil.copy(base, path)
-        with Engram(SQLiteStore(path)) as engram:
+        with Engram(SQLiteStore(path), embedder=embedder) as engram:
             clock = _Clock()
             if mode == "plain":
                 for new in items:
@@ -108,5 +121,9 @@ def run_speed(root: Path, size: int, writes: int) -> SpeedRow:
                 for at in range(0, len(items), BATCH):
                     engram.lifecycle.remember_many(items[at : at + BATCH], LOCAL)
             rates[mode] = clock.rate(len(items))
-        print(f"  {size:,}: {mode} {rates[mode].show()}/s", flush=True)
-    return SpeedRow(size, writes, rates["plain"], rates["default"], rates["warm"], rates["batched"])
+        print(f"  {size:,} ({mode_name}): {mode} {rates[mode].show()}/s", flush=True)
+        path.unlink()
+    base.unlink()
+    return SpeedRow(
+        size, mode_name, writes, rates["plain"], rates["default"], rates["warm"], rates["batched"]
+    )

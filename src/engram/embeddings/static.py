@@ -325,11 +325,19 @@ class StaticEmbedder:
         are added position by position (the texts still that long, longest first), so each
         text's sum is built in its tokens' order as a text's own ``mean(axis=0)`` builds it:
         the same float32 result bit for bit, with a few numpy calls per token position
-        instead of several per text."""
+        instead of several per text. A single text (a write's) sums its rows in one call,
+        to the same bits."""
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
         if not texts:
             return out
         rows = self.token_rows(texts)
+        if len(rows) == 1:  # one text (a single write): its rows summed in one call, in order
+            if rows[0].size:
+                out[0] = self._vectors[rows[0]].astype(np.float32).sum(axis=0)
+                out[0] /= np.float32(rows[0].size)
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            np.divide(out, norms, out=out, where=norms > 0)
+            return out
         counts = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         if counts.any():
             order = np.argsort(-counts, kind="stable")

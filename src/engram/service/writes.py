@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from engram.actors import Actor
 from engram.lifecycle import changes
 from engram.lifecycle.claims import lookup_terms
@@ -72,7 +74,7 @@ class WritePath:
     ) -> list[WriteOutcome]:
         cleaned = [scrub_new(self._scrubber, item) for item in items]
         checked = [i for i, s in enumerate(cleaned) if _checked(s.value)]
-        vectors = self._ops.embed([cleaned[i].value.content for i in checked])
+        vectors = _Vectors(self._ops, [cleaned[i].value.content for i in checked])
         row_of = {item: row for row, item in enumerate(checked)}
         with self._indexes.lock:
             index = self._indexes.index(env_id, len(checked))
@@ -89,8 +91,7 @@ class WritePath:
                     outcomes.append(_created(memory))
                     continue
                 row = row_of[i]
-                vector = None if vectors is None else vectors[row]
-                decision = self._decide(batch, _Text.of(memory.content, batch), vector)
+                decision = self._decide(batch, _Text.of(memory.content, batch), vectors, row)
                 outcomes.append(self._apply(batch, i, created, decision, row, actor, redactions))
             flat = [c for group in batch.groups for c in group]
             try:
@@ -100,7 +101,7 @@ class WritePath:
                 raise
             self._indexes.committed(before, flat, batch.words)
         self._ops.store_vectors(
-            [m for m, _ in batch.embedded], _rows(vectors, [r for _, r in batch.embedded])
+            [m for m, _ in batch.embedded], vectors.rows([r for _, r in batch.embedded])
         )
         for at, memory, target, decision in batch.reviews:
             similarity = decision.candidate.similarity if decision.candidate else 0.0
@@ -109,7 +110,7 @@ class WritePath:
         return outcomes
 
     # -- one fact --------------------------------------------------------------------------
-    def _decide(self, batch: _Batch, text: _Text, vector: Vector | None) -> Decision[Fact]:
+    def _decide(self, batch: _Batch, text: _Text, vectors: _Vectors, row: int) -> Decision[Fact]:
         """Keyword evidence first (the index's lookup or the store's keyword search); the
         nearest stored vectors only if it decides nothing, added to the same candidates."""
         cfg = self._ops.config
@@ -120,7 +121,10 @@ class WritePath:
             keyword = self._ops.candidates(batch.env_id, text.text, None)
         pending = batch.pending.lookup(text.terms, text.words, cfg.keyword_candidates)
         decision = decide(text.text, _together(batch, keyword, [], pending), cfg)
-        if vector is None or decision.move in (Move.MERGE, Move.SUPERSEDE):
+        if decision.move in (Move.MERGE, Move.SUPERSEDE):
+            return decision
+        vector = vectors.get(row)
+        if vector is None:
             return decision
         near = self._nearest(batch, text, vector)
         return decide(text.text, _together(batch, keyword, near, pending), cfg)
@@ -263,5 +267,34 @@ def _checked(new: NewMemory) -> bool:
     return new.lifecycle and new.layer is Layer.FACT
 
 
-def _rows(vectors: Vector | None, rows: list[int]) -> Vector | None:
-    return None if vectors is None else vectors[rows]
+class _Vectors:
+    """The vectors of a batch's checked texts, by row (None in keyword-only mode): a batch's
+    embedded at once, a single write's only when it needs one (a write that merges into a fact
+    on keyword evidence never does)."""
+
+    def __init__(self, ops: LifecycleOps, texts: list[str]) -> None:
+        self._ops, self._texts = ops, texts
+        self._on = ops.embedder is not None and bool(texts)
+        self._all = ops.embed(texts) if self._on and len(texts) > 1 else None
+        self._one: dict[int, Vector] = {}
+
+    def get(self, row: int) -> Vector | None:
+        if not self._on:
+            return None
+        if self._all is not None:
+            one: Vector = self._all[row]
+            return one
+        found = self._one.get(row)
+        if found is None:
+            embedded = self._ops.embed([self._texts[row]])
+            assert embedded is not None  # an embedder is configured
+            found = self._one[row] = embedded[0]
+        return found
+
+    def rows(self, rows: list[int]) -> Vector | None:
+        if not self._on or not rows:
+            return None
+        if self._all is not None:
+            return self._all[rows]
+        stacked: Vector = np.stack([v for r in rows if (v := self.get(r)) is not None])
+        return stacked

@@ -137,16 +137,25 @@ class Copies:
         mask = np.ones(n, dtype=bool)
         if env_ids:
             codes = [self._env_codes[e] for e in env_ids if e in self._env_codes]
-            mask &= np.isin(matrix.env[:n], codes)
+            mask &= _among(matrix.env[:n], codes)
         if layers:
-            mask &= np.isin(matrix.layer[:n], [LAYERS[x.value] for x in layers])
+            mask &= _among(matrix.layer[:n], [LAYERS[x.value] for x in layers])
         if statuses:
-            mask &= np.isin(matrix.status[:n], [STATUSES[x.value] for x in statuses])
+            mask &= _among(matrix.status[:n], [STATUSES[x.value] for x in statuses])
         rows = np.flatnonzero(mask)
         if len(self._rows_cache) >= 64:
             self._rows_cache.clear()
         self._rows_cache[key] = found = (rows, None if rows.size == n else mask)
         return found
+
+
+def _among(values: npt.NDArray[np.integer], allowed: list[int]) -> npt.NDArray[np.bool_]:
+    """``np.isin(values, allowed)``; one allowed value (the usual filter) compared directly, a
+    tenth of ``isin``'s cost over 10k rows."""
+    found: npt.NDArray[np.bool_] = (
+        values == allowed[0] if len(allowed) == 1 else np.isin(values, allowed)
+    )
+    return found
 
 
 def needs_sql(flt: MemoryFilter) -> bool:
