@@ -146,3 +146,25 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "Missing argument" in err
     code, _, err = run(capsys, "list", "--bogus")
     assert code == 2 and "No such option" in err
+
+
+def test_a_long_path_is_printed_whole_on_a_narrow_console(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Output and errors never break a line at the console's width (80 columns when not a
+    terminal), so a path or id can be copied as printed."""
+    from engram.cli.common import console, err_console
+
+    for c in (console, err_console):
+        monkeypatch.setattr(c, "_width", 30)
+    home = tmp_path / ("a-rather-long-directory-name-" * 3) / "home"
+    assert main(["--home", str(home), "init"]) == 0
+    out = capsys.readouterr().out
+    assert f"owner token: {home / 'token'} (mode 0600)" in out.splitlines()
+    target = tmp_path / "b" / ("x" * 60)
+    assert main(["--home", str(home), "backup", str(target)]) == 0
+    assert f" to {target}" in capsys.readouterr().out.splitlines()[0]
+    missing = tmp_path / ("y" * 60) / "export.json"
+    assert main(["--home", str(home), "import", str(missing)]) != 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(missing) in err

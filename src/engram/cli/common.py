@@ -22,8 +22,10 @@ from engram.errors import InvalidInput
 from engram.private_files import write_private
 from engram.service import Engram
 
-console = Console()
-err_console = Console(stderr=True)
+# soft wrap: a line is never broken at the console's width (80 columns when output is not a
+# terminal), so a path, id or token printed on it can be copied whole; tables still fit the width
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 JsonOption = typer.Option("--json", help="Print JSON instead of a table.")
 EnvOption = typer.Option(

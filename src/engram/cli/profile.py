@@ -151,7 +151,7 @@ def apply(
         old = path.read_text(encoding="utf-8") if path.is_file() else ""
         new = with_block(old, block)
         if new == old:
-            console.print(f"{path}: up to date", soft_wrap=True)
+            console.print(f"{path}: up to date")
             continue
         if path.is_file():
             backup = path.with_name(f"{path.name}.engram-backup-{stamp}")
@@ -160,6 +160,6 @@ def apply(
                 n += 1
                 backup = path.with_name(f"{path.name}.engram-backup-{stamp}-{n}")
             shutil.copy2(path, backup)
-            console.print(f"{path}: backed up to {backup.name}", soft_wrap=True)
+            console.print(f"{path}: backed up to {backup.name}")
         path.write_text(new, encoding="utf-8")
-        console.print(f"{path}: profile block written", soft_wrap=True)
+        console.print(f"{path}: profile block written")
