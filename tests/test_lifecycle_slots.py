@@ -15,7 +15,7 @@ from engram import LOCAL, Engram, NewMemory
 from engram.cli import main
 from engram.lifecycle import WriteAction
 from engram.lifecycle.claims import claims
-from engram.lifecycle.contradiction import Strength, Verdict, check
+from engram.lifecycle.contradiction import Strength, Verdict, check, restates
 from engram.models import Status
 from engram.store.reviews import ReviewStatus
 from tests.conftest import FakeClock
@@ -122,7 +122,7 @@ def test_a_fact_restated_in_other_words_merges_into_the_slot_it_repeats(engram: 
     ):
         out = engram.lifecycle.remember(NewMemory(content=text), LOCAL)
         assert out.action is WriteAction.MERGED, (text, out.reason)
-        assert out.absorbed_into == target.memory.id
+        assert out.absorbed_into == target.memory.id and "restates it" in out.reason
     # a new detail, another subject or a clause that is no claim: not merged
     for text in (
         "Mateo Lindqvist works at Stark in Berlin.",
@@ -132,6 +132,54 @@ def test_a_fact_restated_in_other_words_merges_into_the_slot_it_repeats(engram: 
         out = engram.lifecycle.remember(NewMemory(content=text), LOCAL)
         assert out.action is not WriteAction.MERGED, (text, out.reason)
     assert engram.memories.get(moved.memory.id, LOCAL).status is Status.ACTIVE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # negated after the verb, on either side
+        ("Bob drinks alcohol at dinner parties with friends", "Bob drinks no alcohol"),
+        ("Bob eats no meat", "Bob eats meat and fish at home"),
+        ("Bob drinks coffee without sugar every morning", "Bob drinks coffee with sugar"),
+        ("Alice lives in Paris with her husband", "Alice lives in Paris no more"),
+        # a change away from the value
+        ("Sven stopped using zed", "Sven uses zed"),
+        ("Sven switched from zed to helix", "Sven's code editor is zed"),
+        # a plan, a wish or the past against a present fact
+        ("Alice plans to live in Paris with her husband next spring", "Alice lives in Paris"),
+        ("Alice wants to work at Google", "Alice works at Google"),
+        ("Alice works at Google as a senior engineer", "Alice wants to work at Google"),
+        ("Alice worked at Google until she quit to join a startup", "Alice works at Google"),
+        ("Alice lived in Paris during her twenties", "Alice lives in Paris"),
+        # no named subject: another person's fact, as far as the words tell
+        ("She works at Google as a senior engineer", "He works at Google"),
+    ],
+)
+def test_a_contradiction_or_a_plan_is_no_restatement(old: str, new: str) -> None:
+    assert not restates(old, new), (claims(old), claims(new))
+
+
+def test_a_restatement_does_not_keep_a_lower_ranked_contradiction_active(engram: Engram) -> None:
+    paris = "Alice lives in Paris with her husband Marc and their dogs and cats in a small flat"
+    engram.lifecycle.remember(NewMemory(content=paris), LOCAL)
+    # both active (stored as given): the new fact restates one and contradicts the other
+    exact = NewMemory(content="Alice lives in Berlin", lifecycle=False)
+    berlin = engram.lifecycle.remember(exact, LOCAL)
+    out = engram.lifecycle.remember(
+        NewMemory(content="Alice lives in Paris with her husband Marc"), LOCAL
+    )
+    assert out.action is WriteAction.SUPERSEDED and out.superseded == berlin.memory.id
+
+
+def test_a_merged_contradiction_never_hides_an_important_fact(engram: Engram) -> None:
+    engram.lifecycle.remember(
+        NewMemory(content="Bob drinks alcohol at dinner parties with friends on weekends"), LOCAL
+    )
+    out = engram.lifecycle.remember(
+        NewMemory(content="Bob drinks no alcohol", importance=0.95), LOCAL
+    )
+    assert out.action is not WriteAction.MERGED, out.reason
+    assert engram.memories.get(out.memory.id, LOCAL).status is Status.ACTIVE
 
 
 def test_important_and_pinned_memories_need_a_strong_match(engram: Engram) -> None:

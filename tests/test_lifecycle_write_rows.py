@@ -87,11 +87,13 @@ def test_a_superseded_fact_leaves_vector_search_and_its_undo_brings_it_back(
 
 
 class _Counting(ChosenEmbedder):
-    """Counts the texts it embeds and the calls that asked."""
+    """Counts the texts it embeds and the calls that asked; computes here (as the static model
+    does), unless told it is remote."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, remote: bool = False) -> None:
         super().__init__()
         self.calls: list[list[str]] = []
+        self.in_process = not remote
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         self.calls.append(list(texts))
@@ -119,3 +121,33 @@ def test_a_write_embeds_its_text_only_when_it_is_kept_or_looked_up_by_meaning(
     assert counting.calls == [["Ravi prefers tea", "Ravi lives in Pune"]]
     pending = store.pending_embeddings(counting.model_id, limit=10)
     assert [p.memory_id for p in pending] == [again.merged_record]
+
+
+def test_a_remote_embedder_is_called_before_the_write_and_a_failing_one_stores_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    remote = _Counting(remote=True)
+    engram = Engram(store, clock=clock, embedder=remote)
+    first = engram.lifecycle.remember(NewMemory(content="Caroline lives in Porto"), LOCAL)
+    engram.lifecycle.remember(NewMemory(content="Caroline lives in Porto"), LOCAL)
+    # embedded up front (outside the write's lock), even for the merge that needed no vector
+    assert remote.calls == [["Caroline lives in Porto"], ["Caroline lives in Porto"]]
+
+    class Failing(_Counting):
+        def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+            if any("Lisbon" in t for t in texts):
+                raise RuntimeError("embedding service unavailable")
+            return super().embed_batch(texts)
+
+    for failing in (Failing(), Failing(remote=True)):
+        engram = Engram(store, clock=clock, embedder=failing)
+        try:
+            engram.lifecycle.remember(NewMemory(content="Caroline moved to Lisbon"), LOCAL)
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("the embedder's error reaches the caller")
+        # nothing was written: the older fact is still the active one
+        assert store.get([first.memory.id])[0].status is Status.ACTIVE
+        found = store.keyword_search("Lisbon", _active(engram), limit=10)
+        assert found == []

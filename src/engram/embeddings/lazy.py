@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from engram.embeddings.protocol import Embedder, Vectors
+from engram.embeddings.protocol import in_process as _in_process
 
 
 class LazyEmbedder:
@@ -27,6 +28,12 @@ class LazyEmbedder:
     @property
     def loaded(self) -> bool:
         return self._inner is not None
+
+    @property
+    def in_process(self) -> bool:
+        """Loaded, and the loaded model computes here (the first call, which loads it, is not)."""
+        inner = self._inner
+        return inner is not None and _in_process(inner)
 
     def inner(self) -> Embedder:
         if self._inner is None:

@@ -33,3 +33,10 @@ class Embedder(Protocol):
     def embed_batch(self, texts: Sequence[str]) -> Vectors:
         """Return an array of shape (len(texts), dimensions), each row L2-normalised."""
         ...
+
+
+def in_process(embedder: Embedder) -> bool:
+    """Whether ``embedder`` computes here, loaded, at tens of microseconds a text (the static
+    model): cheap enough to call while a write holds its lock. A remote embedder, or one not yet
+    loaded, is called before."""
+    return bool(getattr(embedder, "in_process", False))

@@ -297,6 +297,9 @@ class StaticEmbedder:
         """The default model, distilled into `cache_root` on first use."""
         return cls(ensure_default_static_model(cache_root))
 
+    in_process = True
+    """Computed here, tens of microseconds a text (see ``embeddings.protocol.in_process``)."""
+
     @property
     def model_id(self) -> str:
         return self._model_id

@@ -238,19 +238,49 @@ def _every_clause_claims(text: str) -> bool:
     return len(claims(text)) == len(clauses(text.replace("’", "'")))
 
 
+_STATE_MARKERS = frozenset(
+    {"switched to", "moved to", "changed to", "now", "nowadays", "these days", "became"}
+)
+"""Change markers after which the clause states what holds now ("switched to zed": the editor
+is zed), unlike "stopped", "switched from", "no longer", "instead"."""
+_MOOD = frozenset(
+    """want wants wanted plan plans planned planning going will would might may could should
+    hope hopes hoped try tries tried decide decided decides considering used until quit former
+    formerly previously ago once was were had lived worked resided""".split()  # noqa: SIM905
+)
+"""Words that make a claim a plan, a wish or the past ("plans to live in Paris", "worked at
+Google until ..."): a restatement must say them as the older fact does."""
+
+
+@lru_cache(maxsize=65_536)
+def _mood(text: str) -> frozenset[str]:
+    return frozenset(w for w in words(text) if w in _MOOD)
+
+
+def _states_now(c: Claim) -> bool:
+    return c.marker is None or c.marker in _STATE_MARKERS
+
+
 def restates(old: str, new: str) -> bool:
     """Whether ``new`` says nothing ``old`` does not: each of its clauses is a claim, and each
-    claim has one in ``old`` on the same slot (equal subject, same attribute) with the same
-    value, polarity and numbers, its value words among the older claim's ("Mateo works at
-    Stark, actually" restates "Mateo started working at Stark this spring"). Such a fact is a
-    duplicate however few words the two texts share; a new detail, a changed value or a
-    clause that is not a claim makes it none."""
+    claim has one in ``old`` on the same slot (the same named subject, the same attribute) with
+    the same value, polarity and numbers, its value words among the older claim's ("Mateo works
+    at Stark, actually" restates "Mateo started working at Stark this spring"). Both texts must
+    be negated alike anywhere ("drinks no alcohol" is no restatement of "drinks alcohol"), say
+    the same plan, wish or past-tense words ("plans to live in", "worked at"), and state what
+    holds now (no "stopped", "switched from", "no longer"). Such a fact is a duplicate however
+    few words the two share; a new detail, a changed value or a clause that is not a claim
+    makes it none."""
     cn = claims(new)
     if not cn or not _every_clause_claims(new):
         return False
-    co = claims(old)
+    if _negated(old) != _negated(new) or _mood(old) != _mood(new):
+        return False
+    co = [o for o in claims(old) if o.subject and _states_now(o)]
     return all(
-        any(
+        c.subject
+        and _states_now(c)
+        and any(
             o.attribute == c.attribute
             and o.subject == c.subject
             and o.negated == c.negated
@@ -261,6 +291,10 @@ def restates(old: str, new: str) -> bool:
         )
         for c in cn
     )
+
+
+RESTATED = Finding(Verdict.NONE, "restates it")
+"""The finding of a merge by :func:`restates` (named in the merge's reason)."""
 
 
 def check(old: str, new: str) -> Finding:

@@ -11,6 +11,7 @@ from typing import Any, Generic
 from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.contradiction import (
     NO_CONFLICT,
+    RESTATED,
     Finding,
     Strength,
     Verdict,
@@ -39,7 +40,7 @@ class Decision(Generic[F]):
         if self.candidate is None:
             return ""
         parts = [self.candidate.describe()]
-        if self.finding.verdict is not Verdict.NONE:
+        if self.finding.verdict is not Verdict.NONE or self.finding.rule:
             parts.append(self.finding.reason)
         return "; ".join(parts)
 
@@ -71,11 +72,11 @@ def decide(
 
     1. a duplicate (Jaccard or cosine at the dedup threshold) that the new text does not
        clearly contradict: merge into it;
-    2. a fact the new text only restates (:func:`~engram.lifecycle.contradiction.restates`:
-       each of its claims on a slot of the older fact with the same value, nothing more),
-       however few words they share: merge into it;
-       a clear contradiction on the same slot, strong enough for the older memory's
-       importance (:func:`supersede_allowed`): supersede it;
+    2. a clear contradiction on the same slot, strong enough for the older memory's
+       importance (:func:`supersede_allowed`): supersede it; failing that, a fact the new text
+       only restates (:func:`~engram.lifecycle.contradiction.restates`: each of its claims on
+       a slot of the older fact with the same value, nothing more), however few words they
+       share: merge into it;
     3. a clear contradiction not strong enough, or an unclear one: store the new fact and
        queue the pair;
     4. otherwise store the new fact.
@@ -91,7 +92,7 @@ def decide(
 
     Each rule stops at its first match, so a pair is checked only when an earlier one did not
     decide: rule 1 checks only duplicates (always within the band), rule 2 stops at the first
-    restatement or contradiction it may act on, and a check made by rule 1 is not made again.
+    contradiction it may act on, and a check made by rule 1 is not made again.
     """
     ranked = sorted(candidates, key=_similarity, reverse=True)
     made: dict[int, Finding] = {}
@@ -115,6 +116,7 @@ def decide(
         return CREATE
     band_j, band_cos = cfg.contradiction_jaccard, cfg.contradiction_cosine
     review: Decision[F] | None = None
+    restated: Decision[F] | None = None
     for at, (fact, j, cos) in enumerate(ranked):
         if j >= dup_j or (cos is not None and cos >= dup_cos):
             band = True
@@ -123,14 +125,18 @@ def decide(
         if not band and not (j > 0.0 and may_be_clear(fact.content, new_text)):
             continue
         f = finding(at)
-        if f.verdict is Verdict.NONE and j > 0.0 and restates(fact.content, new_text):
-            return Decision(Move.MERGE, ranked[at], f)
+        restating = restated is None and f.verdict is Verdict.NONE and j > 0.0
+        if restating and restates(fact.content, new_text):
+            restated = Decision(Move.MERGE, ranked[at], RESTATED)
+            continue
         if f.verdict is Verdict.CLEAR and supersede_allowed(f, fact, cfg):
             return Decision(Move.SUPERSEDE, ranked[at], f)
         if review is None and (
             f.verdict is Verdict.CLEAR or (band and f.verdict is Verdict.UNCLEAR)
         ):
             review = Decision(Move.REVIEW, ranked[at], f)
+    if restated is not None:  # a contradiction of another fact, ranked lower, wins over it
+        return restated
     return CREATE if review is None else review
 
 

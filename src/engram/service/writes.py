@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engram.actors import Actor
+from engram.embeddings.protocol import in_process
 from engram.lifecycle import changes
 from engram.lifecycle.claims import lookup_terms
 from engram.lifecycle.decide import Decision, Move, decide
@@ -94,15 +95,15 @@ class WritePath:
                 decision = self._decide(batch, _Text.of(memory.content, batch), vectors, row)
                 outcomes.append(self._apply(batch, i, created, decision, row, actor, redactions))
             flat = [c for group in batch.groups for c in group]
+            # the vectors to store, embedded before the commit: a failing embedder stores nothing
+            kept = vectors.rows([r for _, r in batch.embedded])
             try:
                 self._ops.commit_groups(batch.groups, actor)
             except BaseException:
                 self._indexes.failed()
                 raise
             self._indexes.committed(before, flat, batch.words)
-        self._ops.store_vectors(
-            [m for m, _ in batch.embedded], vectors.rows([r for _, r in batch.embedded])
-        )
+        self._ops.store_vectors([m for m, _ in batch.embedded], kept)
         for at, memory, target, decision in batch.reviews:
             similarity = decision.candidate.similarity if decision.candidate else 0.0
             item = self._ops.queue(memory, target, decision.reason, similarity)
@@ -268,14 +269,17 @@ def _checked(new: NewMemory) -> bool:
 
 
 class _Vectors:
-    """The vectors of a batch's checked texts, by row (None in keyword-only mode): a batch's
-    embedded at once, a single write's only when it needs one (a write that merges into a fact
-    on keyword evidence never does)."""
+    """The vectors of a batch's checked texts, by row (None in keyword-only mode): embedded at
+    once, before the write takes its lock — except a single write's with an in-process embedder
+    (`embeddings.protocol.in_process`: the static model), embedded only when it needs one (a
+    write that merges into a fact on keyword evidence never does), still before its commit."""
 
     def __init__(self, ops: LifecycleOps, texts: list[str]) -> None:
         self._ops, self._texts = ops, texts
-        self._on = ops.embedder is not None and bool(texts)
-        self._all = ops.embed(texts) if self._on and len(texts) > 1 else None
+        embedder = ops.embedder
+        self._on = embedder is not None and bool(texts)
+        lazy = embedder is not None and len(texts) == 1 and in_process(embedder)
+        self._all = ops.embed(texts) if self._on and not lazy else None
         self._one: dict[int, Vector] = {}
 
     def get(self, row: int) -> Vector | None:
