@@ -45,9 +45,11 @@ class Copies:
         self._env_codes: dict[str, int] = {}
         self._epoch = -1
         self._rows_cache: dict[tuple[object, ...], tuple[Rows, npt.NDArray[np.bool_] | None]] = {}
-        # the last query's first-stage scores: context assembly asks once per layer with the
-        # same vector
-        self._memo: tuple[object, vector_pool.Scores] | None = None
+        # each thread's last query and its first-stage scores: context assembly asks once per
+        # layer with the same vector, one ask after the other on its thread; a memo shared by
+        # the threads was the last query of any of them, so under concurrent requests an
+        # assembly's later layers scanned the whole matrix again
+        self._last = threading.local()
         self.rows_read = 0
         """Vector rows read from the database by refreshes."""
 
@@ -87,14 +89,15 @@ class Copies:
         n = matrix.n
         projected = matrix.basis is not None
         key = (model_id, self._epoch, matrix.rev, n, matrix.fitted_at, q.tobytes())
-        if self._memo is not None and self._memo[0] == key:
-            scores: vector_pool.Scores = self._memo[1]
+        memo: tuple[object, vector_pool.Scores] | None = getattr(self._last, "memo", None)
+        if memo is not None and memo[0] == key:
+            scores: vector_pool.Scores = memo[1]
         else:
             if projected:
                 scores = matrix.scan(matrix.low_query(q), low=True)
             else:
                 scores = matrix.scan(query_codes(q), low=False) * matrix.scale[:n]
-            self._memo = (key, scores)
+            self._last.memo = (key, scores)
         candidates, passing = self._rows(matrix, model_id, env_ids, layers, statuses)
         if candidates.size == 0:
             return np.zeros(0, dtype=np.int64)
