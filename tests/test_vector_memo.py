@@ -1,7 +1,8 @@
 """The vector copy's memo of a query's first-stage scores is each thread's own: a context
 assembly asks once per layer with the same vector, one ask after the other on its thread, and
 a search on another thread in between does not make its next ask scan the matrix again (on
-both backends). The answers are the same either way."""
+both backends); the copy keeps the memos of the last few threads only. The answers are the
+same either way."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from engram import LOCAL, Engram, MemoryFilter, NewMemory
 from engram.store import Store
+from engram.vectorindex.copies import MEMO_THREADS
 from engram.vectorindex.matrix import Matrix
 from tests.conftest import FakeClock, embed_randomly
 
@@ -56,3 +58,26 @@ def test_a_search_between_two_asks_of_a_thread_keeps_its_scores(
     assert scans == 1  # this thread's last query is still remembered
     assert again == first
     assert other == store.vector_search(theirs, MODEL, flt, limit=10)
+    assert scans == 2  # the other thread's memo is not this one's
+
+    # the memos are bounded: after MEMO_THREADS other threads searched, this one's is gone
+    store.vector_search(mine, MODEL, flt, limit=10)
+    scans = 0
+    assert store.vector_search(mine, MODEL, flt, limit=10) == first
+    assert scans == 0  # remembered
+    # (alive together, so that no two share a thread id)
+    queries = [rng.standard_normal(16).astype(np.float32) for _ in range(MEMO_THREADS)]
+    done = threading.Barrier(MEMO_THREADS)
+
+    def search_then_wait(query: np.ndarray) -> None:
+        store.vector_search(query, MODEL, flt, limit=10)
+        done.wait(30)
+
+    threads = [threading.Thread(target=search_then_wait, args=(q,)) for q in queries]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    scans = 0
+    assert store.vector_search(mine, MODEL, flt, limit=10) == first
+    assert scans == 1
