@@ -6,6 +6,7 @@ worker behind; the supervisor restarts a worker that dies."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -109,6 +110,28 @@ def test_two_workers_answer(workers: Workers) -> None:
         assert {a.get("/healthz").json()["pid"], b.get("/healthz").json()["pid"]} == (
             workers.pids()
         )
+
+
+def test_connections_opened_together_reach_both_workers(workers: Workers) -> None:
+    """16 clients connecting at once (as a benchmark's or an agent fleet's do) are spread over
+    the workers, not all accepted by the one that woke first."""
+    host, port = workers.url.removeprefix("http://").split(":")
+    socks = [socket.create_connection((host, int(port)), timeout=30) for _ in range(16)]
+    pids = set()
+    try:
+        for s in socks:  # every connection is made before any request is sent
+            s.sendall(
+                f"GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+            )
+        for s in socks:
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+            pids.add(json.loads(answer.partition(b"\r\n\r\n")[2])["pid"])
+    finally:
+        for s in socks:
+            s.close()
+    assert pids == workers.pids()
 
 
 def test_a_write_through_one_worker_is_found_through_the_other(workers: Workers) -> None:

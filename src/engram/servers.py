@@ -8,9 +8,9 @@ each other.
   Engram's OAuth authorization server (:mod:`engram.oauth`) signs remote MCP clients in to
   ``/mcp``. The REST API and the dashboard answer as soon as they are built; MCP and OAuth are
   built on a thread once the server is up and the model loaded (:func:`served_app`).
-- ``engram serve --workers N``: N such processes on one listening socket
-  (:mod:`engram.api.prefork`), each with its own :class:`Engram` over the one store; the first
-  also runs the background jobs.
+- ``engram serve --workers N``: N such processes on one port (:mod:`engram.api.prefork`; on
+  Linux each listens on a socket of its own and the kernel spreads the connections), each
+  with its own :class:`Engram` over the one store; the first also runs the background jobs.
 - ``engram mcp``: MCP on stdio (:mod:`engram.mcp.stdio`).
 
 The CLI calls these; frameworks load only when one runs (the imports are inside).
@@ -273,7 +273,7 @@ def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every
     the fork, so the workers share them and start at once. Returns the exit status."""
     from dataclasses import replace
 
-    from engram.api.prefork import bind, serve_forked
+    from engram.api.prefork import Listener, serve_forked
     from engram.embeddings import LazyEmbedder, load_embedder
 
     for module in ("engram.api", "engram.mcp.http", "engram.web", "engram.oauth", "uvicorn"):
@@ -281,10 +281,11 @@ def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every
     embedder = load_embedder(settings.embedder, settings.model_cache, settings.embeddings_api_key)
     if isinstance(embedder, LazyEmbedder):
         embedder.inner()  # a local model, loaded once and shared by the workers
-    sock = bind(server.host, server.port)
-    server = replace(server, port=sock.getsockname()[1])
+    listener = Listener(server.host, server.port)
+    server = replace(server, port=listener.port)
 
     def worker(index: int) -> int:
+        sock = listener.socket()
         with Engram.open(settings, embedder=embedder) as engram:
             run_http(
                 engram, server, maintenance_every=maintenance_every, sock=sock, jobs=index == 0
@@ -294,7 +295,7 @@ def run_workers(settings: Settings, server: ServerSettings, *, maintenance_every
     try:
         return serve_forked(server.workers, worker)
     finally:
-        sock.close()
+        listener.close()
 
 
 def run_stdio(

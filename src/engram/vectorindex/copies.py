@@ -30,6 +30,9 @@ from engram.vectorindex.matrix import PROJECT_FROM, Matrix, Rows, Vector, dots, 
 LAYERS = {layer.value: i for i, layer in enumerate(Layer)}
 STATUSES = {status.value: i for i, status in enumerate(Status)}
 
+MEMO_THREADS = 8
+"""Threads whose last query's first-stage scores a copy keeps (see :class:`Copies`)."""
+
 Row = tuple[int, str, str, str, int, bytes]
 """One stored vector as a copy takes it: (memory seq, environment, layer, status, dim, float32
 bytes)."""
@@ -45,9 +48,13 @@ class Copies:
         self._env_codes: dict[str, int] = {}
         self._epoch = -1
         self._rows_cache: dict[tuple[object, ...], tuple[Rows, npt.NDArray[np.bool_] | None]] = {}
-        # the last query's first-stage scores: context assembly asks once per layer with the
-        # same vector
-        self._memo: tuple[object, vector_pool.Scores] | None = None
+        # each thread's last query and its first-stage scores, for the last MEMO_THREADS
+        # threads that searched: context assembly asks once per layer with the same vector, one
+        # ask after the other on its thread; a memo shared by the threads was the last query
+        # of any of them, so under concurrent requests an assembly's later layers scanned the
+        # whole matrix again (8 threads: 1.95 scans an assembly). Bounded: a server's
+        # threadpool has 40 threads, and at 1M rows one memo is 4 MB
+        self._memos: dict[int, tuple[object, vector_pool.Scores]] = {}
         self.rows_read = 0
         """Vector rows read from the database by refreshes."""
 
@@ -87,14 +94,17 @@ class Copies:
         n = matrix.n
         projected = matrix.basis is not None
         key = (model_id, self._epoch, matrix.rev, n, matrix.fitted_at, q.tobytes())
-        if self._memo is not None and self._memo[0] == key:
-            scores: vector_pool.Scores = self._memo[1]
+        thread = threading.get_ident()
+        memo = self._memos.pop(thread, None)
+        if memo is not None and memo[0] == key:
+            scores: vector_pool.Scores = memo[1]
+        elif projected:
+            scores = matrix.scan(matrix.low_query(q), low=True)
         else:
-            if projected:
-                scores = matrix.scan(matrix.low_query(q), low=True)
-            else:
-                scores = matrix.scan(query_codes(q), low=False) * matrix.scale[:n]
-            self._memo = (key, scores)
+            scores = matrix.scan(query_codes(q), low=False) * matrix.scale[:n]
+        if len(self._memos) >= MEMO_THREADS:  # the thread that searched longest ago
+            del self._memos[next(iter(self._memos))]
+        self._memos[thread] = (key, scores)
         candidates, passing = self._rows(matrix, model_id, env_ids, layers, statuses)
         if candidates.size == 0:
             return np.zeros(0, dtype=np.int64)
