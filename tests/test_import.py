@@ -231,6 +231,26 @@ def test_wrong_format_is_named(engram: Engram, tmp_path: Path) -> None:
         engram.imports.read(path)
 
 
+def test_importing_engram_s_plain_json_export_says_to_use_an_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    home = str(tmp_path / "h")
+    assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
+    plain = tmp_path / "memories.json"
+    assert main(["--home", home, "export", str(plain)]) == 0
+    capsys.readouterr()
+    assert main(["--home", str(tmp_path / "h2"), "import", str(plain)]) == 2
+    err = capsys.readouterr().err
+    assert "not an export Engram can import" in err and "--archive" in err
+    # any other JSON is not told so
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"environments": [], "memories": [], "extra": 1}))
+    assert main(["--home", str(tmp_path / "h2"), "import", str(other)]) == 2
+    assert "--archive" not in capsys.readouterr().err
+
+
 def test_cli_preview_import_export_and_archive(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

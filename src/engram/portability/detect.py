@@ -38,6 +38,17 @@ def is_archive(entries: list[Entry]) -> bool:
     return False
 
 
+def _plain_engram_export(entry: Entry) -> bool:
+    """``engram export FILE`` without ``--archive``: an object of environments and memories."""
+    if not entry.basename.endswith(".json") or b'"environments"' not in entry.data[:4096]:
+        return False
+    try:
+        value = json_of(entry)
+    except InvalidInput:
+        return False
+    return isinstance(value, dict) and set(value) == {"environments", "memories"}
+
+
 def read_bundle(entries: list[Entry], csv_map: Mapping[str, str] | None = None) -> Bundle:
     """Everything the entries hold. Raises :class:`InvalidInput` (naming the file and entry) for
     a malformed file, and when no entry is an export Engram knows."""
@@ -52,10 +63,16 @@ def read_bundle(entries: list[Entry], csv_map: Mapping[str, str] | None = None) 
     if not parsed:
         files = sorted({e.file for e in entries}) or ["(nothing)"]
         looked = ", ".join(e.name for e in entries[:5]) + (" …" if len(entries) > 5 else "")
+        hint = ""
+        if any(_plain_engram_export(e) for e in entries):
+            hint = (
+                "; this is Engram's plain JSON export, made for reading: to move memories to "
+                "another Engram, export with `engram export FILE --archive` and import that"
+            )
         raise InvalidInput(
             f"{', '.join(files)}: not an export Engram can import (ChatGPT, Claude, Gemini "
             f"Takeout, CSV, a memory list, an agent transcript or an Engram archive); "
-            f"looked at: {looked or 'no entries'}",
+            f"looked at: {looked or 'no entries'}{hint}",
             file=files[0],
         )
     out = Bundle(skipped=skipped)
