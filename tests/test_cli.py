@@ -164,6 +164,12 @@ def test_a_long_path_is_printed_whole_on_a_narrow_console(
     target = tmp_path / "b" / ("x" * 60)
     assert main(["--home", str(home), "backup", str(target)]) == 0
     assert f" to {target}" in capsys.readouterr().out.splitlines()[0]
+    # a table keeps each memory's id on one line at 80 columns (its content folds instead)
+    monkeypatch.setattr(console, "_width", 80)
+    assert main(["--home", str(home), "add", "A fact long enough to fold " * 3, "--json"]) == 0
+    memory_id = json.loads(capsys.readouterr().out)["id"]
+    assert main(["--home", str(home), "list"]) == 0
+    assert any(memory_id in line for line in capsys.readouterr().out.splitlines())
     missing = tmp_path / ("y" * 60) / "export.json"
     assert main(["--home", str(home), "import", str(missing)]) != 0
     err = capsys.readouterr().err

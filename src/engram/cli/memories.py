@@ -28,7 +28,10 @@ from engram.models import (
 def _memory_table(memories: list[Memory], title: str | None = None) -> Table:
     table = Table(title=title, show_lines=False)
     for col in ("id", "layer", "category", "imp", "conf", "status", "content"):
-        table.add_column(col, overflow="fold" if col in ("id", "content") else "ellipsis")
+        # an id is kept on one line (to be copied); the content folds around it
+        table.add_column(
+            col, overflow="fold" if col in ("id", "content") else "ellipsis", no_wrap=col == "id"
+        )
     for m in memories:
         table.add_row(
             m.id,
@@ -268,7 +271,8 @@ def history(
         return
     table = Table()
     for col in ("version", "action", "at", "actor", "status", "reason", "content"):
-        table.add_column(col, overflow="fold" if col in ("id", "content") else "ellipsis")
+        # a reason names other memories by id and a time is read whole: folded, never cut
+        table.add_column(col, overflow="fold" if col in ("reason", "content", "at") else "ellipsis")
     for v in versions:
         table.add_row(
             str(v.version),
