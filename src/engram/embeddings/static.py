@@ -334,15 +334,12 @@ class StaticEmbedder:
         if not texts:
             return out
         rows = self.token_rows(texts)
+        counts = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         if len(rows) == 1:  # one text (a single write): its rows summed in one call, in order
             if rows[0].size:
                 out[0] = self._vectors[rows[0]].astype(np.float32).sum(axis=0)
                 out[0] /= np.float32(rows[0].size)
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            np.divide(out, norms, out=out, where=norms > 0)
-            return out
-        counts = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        if counts.any():
+        elif counts.any():
             order = np.argsort(-counts, kind="stable")
             flat = np.concatenate([rows[i] for i in order])
             starts = np.cumsum(counts[order]) - counts[order]

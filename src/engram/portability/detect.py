@@ -17,6 +17,7 @@ from engram.errors import InvalidInput
 from engram.portability import agents, chatgpt, claude, gemini, tabular
 from engram.portability.bundle import Bundle, Skipped
 from engram.portability.reading import Entry, json_lines_of, json_of, text_of
+from engram.portability.writers import MEMORIES_JSON_KEYS
 
 ARCHIVE_FORMAT = "engram-archive"
 _TEXTUAL = (".json", ".jsonl", ".csv", ".txt", ".md", ".html", ".htm")
@@ -46,7 +47,7 @@ def _plain_engram_export(entry: Entry) -> bool:
         value = json_of(entry)
     except InvalidInput:
         return False
-    return isinstance(value, dict) and set(value) == {"environments", "memories"}
+    return isinstance(value, dict) and set(value) == MEMORIES_JSON_KEYS
 
 
 def read_bundle(entries: list[Entry], csv_map: Mapping[str, str] | None = None) -> Bundle:

@@ -75,6 +75,10 @@ def _day(memory: Memory) -> str:
 
 
 # -- memories ---------------------------------------------------------------------------------
+MEMORIES_JSON_KEYS = frozenset({"environments", "memories"})
+"""The top-level keys of :func:`memories_json` (import tells such a file by them)."""
+
+
 def memories_json(data: MemoryExport) -> bytes:
     names = {e.id: e.name for e in data.environments}
     return _dump(

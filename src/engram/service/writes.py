@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from engram.actors import Actor
 from engram.embeddings.protocol import in_process
 from engram.lifecycle import changes
@@ -280,25 +278,20 @@ class _Vectors:
         self._on = embedder is not None and bool(texts)
         lazy = embedder is not None and len(texts) == 1 and in_process(embedder)
         self._all = ops.embed(texts) if self._on and not lazy else None
-        self._one: dict[int, Vector] = {}
 
     def get(self, row: int) -> Vector | None:
         if not self._on:
             return None
-        if self._all is not None:
-            one: Vector = self._all[row]
-            return one
-        found = self._one.get(row)
-        if found is None:
-            embedded = self._ops.embed([self._texts[row]])
-            assert embedded is not None  # an embedder is configured
-            found = self._one[row] = embedded[0]
-        return found
+        if self._all is None:  # the single write's text (row 0), embedded now it is needed
+            self._all = self._ops.embed(self._texts)
+            assert self._all is not None  # an embedder is configured
+        one: Vector = self._all[row]
+        return one
 
     def rows(self, rows: list[int]) -> Vector | None:
         if not self._on or not rows:
             return None
-        if self._all is not None:
-            return self._all[rows]
-        stacked: Vector = np.stack([v for r in rows if (v := self.get(r)) is not None])
-        return stacked
+        if self._all is None:
+            self.get(rows[0])
+        assert self._all is not None
+        return self._all[rows]

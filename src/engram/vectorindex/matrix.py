@@ -60,6 +60,16 @@ def dots(query: npt.NDArray[np.int8], codes: npt.NDArray[np.int8]) -> npt.NDArra
     return np.asarray(numkong.cdist(query, codes, metric="dot")).reshape(-1)
 
 
+def _lookup(
+    ranked: npt.NDArray[np.int64], order: Rows, wanted: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.bool_], Rows]:
+    """Which ``wanted`` seqs are in ``ranked`` (sorted seqs, non-empty), and the row
+    (``order[position]``) of each found."""
+    pos = np.minimum(np.searchsorted(ranked, wanted), ranked.size - 1)
+    found = ranked[pos] == wanted
+    return found, order[pos[found]]
+
+
 class Matrix:
     """The vectors of one model: 8-bit codes in blocks, and beside each row its memory's seq,
     environment, layer and status."""
@@ -110,18 +120,14 @@ class Matrix:
             self._sorted_n = self.n
         rows = np.full(len(seqs), -1, dtype=np.intp)
         if self._sorted_n:
-            pos = np.minimum(np.searchsorted(self._sorted, seqs), self._sorted_n - 1)
-            found = self._sorted[pos] == seqs
-            rows[found] = self._order[pos[found]]
+            found, at = _lookup(self._sorted, self._order, seqs)
+            rows[found] = at
         tail = self.seqs[self._sorted_n : self.n]
         missing = np.flatnonzero(rows < 0)
         if tail.size and missing.size:  # the unsorted tail (up to 4,096 rows), sorted here
             order = np.argsort(tail, kind="stable")
-            ranked = tail[order]
-            wanted = seqs[missing]
-            pos = np.minimum(np.searchsorted(ranked, wanted), tail.size - 1)
-            found = ranked[pos] == wanted
-            rows[missing[found]] = self._sorted_n + order[pos[found]]
+            found, at = _lookup(tail[order], order, seqs[missing])
+            rows[missing[found]] = self._sorted_n + at
         return rows
 
     def put(
