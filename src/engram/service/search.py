@@ -23,6 +23,7 @@ from engram.extraction.turns import source_ids
 from engram.limits import MAX_QUERY_CHARS, MAX_SEARCH_RESULTS
 from engram.models import Layer, Memory, MemoryFilter, Status
 from engram.retrieval.coverage import coverage
+from engram.retrieval.expansion import Expansion, expand
 from engram.retrieval.fusion import Fused, calibrated, fuse
 from engram.retrieval.models import (
     ScoreBreakdown,
@@ -44,7 +45,6 @@ from engram.retrieval.when import named_times
 from engram.service.environments import EnvironmentService
 from engram.store import Store
 from engram.store.protocol import Hit, KeywordQuery, RankFields, Vector, VectorQuery
-from engram.text import content_words
 from engram.trusted import construct
 
 
@@ -280,6 +280,7 @@ class SearchService:
             vector = self._query_vector(self._embedder, query)
             if not np.any(vector):
                 vector = None
+        terms = expand(query)  # the keyword stream also looks for the kinds the query names
         found: list[Sequence[Hit]] = [() for _ in requests]
         similarity: list[dict[str, float]] = [{} for _ in requests]
         hits: list[set[str]] = [set() for _ in requests]
@@ -292,7 +293,7 @@ class SearchService:
             # both streams in one call (PostgreSQL: at once), the keyword hits' similarities
             # with them
             streams = self._store.search_streams(
-                KeywordQuery(query, *search),
+                KeywordQuery(terms.query, *search),
                 vector,
                 self._embedder.model_id,
                 [VectorQuery(r.flt, r.k) for r in requests],
@@ -309,14 +310,17 @@ class SearchService:
             every = (
                 []
                 if shared is None
-                else self._store.keyword_search(query, shared[0], limit=shared[1])
+                else self._store.keyword_search(terms.query, shared[0], limit=shared[1])
             )
             found = [
                 _taken(r, every, shared)
                 if shared is not None or r.keyword is not None
-                else self._store.keyword_search(query, r.flt, limit=r.k)
+                else self._store.keyword_search(terms.query, r.flt, limit=r.k)
                 for r in requests
             ]
+        cover = [self._coverage(terms, hits) for hits in found]
+        # a hit that answers none of the question's words (an ambiguous value alone) is none
+        found = [[h for h in hits if cover[at][h.memory_id] > 0] for at, hits in enumerate(found)]
         keyword = [{h.memory_id: h.score for h in hits} for hits in found]
         if vector is not None and self._embedder is not None:
             # the nearest of each filter, and the similarity of its keyword hits not among
@@ -351,18 +355,22 @@ class SearchService:
                 self.scoring.semantic_weight,
                 hits[at],
                 self.scoring.similarity_range(self.model_id),
-                self._coverage(query, found[at]),
+                cover[at],
             )
             for at in range(len(requests))
         ]
 
     @staticmethod
-    def _coverage(query: str, found: Sequence[Hit]) -> dict[str, float]:
-        """How much of the query each keyword hit contains (from the text it carries)."""
-        if not found:
-            return {}
-        n = len(set(content_words(query)))
-        return {h.memory_id: coverage(n, len(h.matched), len(h.matched_context)) for h in found}
+    def _coverage(terms: Expansion, found: Sequence[Hit]) -> dict[str, float]:
+        """How much of the query each keyword hit answers (from the words it matched: the
+        query's own, and values of the kinds it names)."""
+        n = len(terms.words)
+        out = {}
+        for h in found:
+            own = terms.covered(h.matched)
+            near = terms.covered(h.matched | h.matched_context) - own
+            out[h.memory_id] = coverage(n, len(own), len(near)) if own or near else 0.0
+        return out
 
     def _query_vector(self, embedder: Embedder, query: str) -> Vector:
         # context assembly ranks each layer for the same query: embed it once

@@ -1,0 +1,101 @@
+"""Query expansion by kind: a question that names a kind of thing ("which package manager",
+"what editor", "our database") also looks for the things of that kind ("pnpm", "vim",
+"postgres"), since the memory that answers it rarely repeats the question's noun: "Prefers
+pnpm over npm" shares no word with "which package manager for javascript", and the default
+static model puts it below an unrelated database note.
+
+The kinds and their values are the lifecycle's (``lifecycle.claims.VALUE_CLASSES``: the same
+vocabulary decides that "vim" and "emacs" fill one slot); the phrases that name a kind are
+stricter here than the claims' attribute nouns ("code" or "order" alone name nothing). A value
+found in a memory covers the query words that named its kind, so the keyword stream's coverage
+(``retrieval.coverage``) counts "pnpm" as an answer to "package manager". Values that are also
+everyday words or names ("poetry", "cargo", "fish", "safari", "ruby") cover them only beside
+another word of their kind in the same memory ("uses poetry and pip", "the fish shell"): "I
+love reading poetry" is no answer to "which package manager".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from engram.lifecycle.claims import VALUE_CLASSES
+from engram.text import content_words, words
+
+_NAMES: dict[str, tuple[str, ...]] = {
+    "editor": ("editor", "editors", "ide", "code editor", "text editor"),
+    "database": ("database", "databases", "db", "datastore"),
+    "shell": ("shell", "login shell"),
+    "language": ("programming language", "programming languages"),
+    "package manager": ("package manager", "package managers"),
+    "ci": ("ci", "ci provider", "ci server"),
+    "os": ("os", "operating system", "distro"),
+    "browser": ("browser", "browsers", "web browser"),
+    "coffee": ("coffee",),
+}
+"""The phrases that name each kind in a question (consecutive words)."""
+
+_AMBIGUOUS = frozenset(
+    """atom nano zed helix sublime oracle cassandra fish bash rust python java ruby swift scala
+    elixir zig haskell bun poetry cargo uv pip conda drone travis jenkins woodpecker windows
+    fedora safari brave chrome vivaldi mocha americano latte""".split()  # noqa: SIM905
+)
+"""Values that are also everyday words or names: they answer only beside their kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """``query``: the keyword query, the question's words and then its kinds' values;
+    ``words``: the question's own distinct content words; ``kinds``: for each value, the
+    question words naming its kind; ``kind_words``: for each value, every word of its kind
+    (its fellow values and names), which an ambiguous value needs beside it."""
+
+    query: str
+    words: frozenset[str]
+    kinds: Mapping[str, frozenset[str]]
+    kind_words: Mapping[str, frozenset[str]]
+
+    def covered(self, matched: Iterable[str]) -> frozenset[str]:
+        """The question's words that ``matched`` (words of :attr:`query` a memory contains)
+        answers: its own words, and the kind named by a value found."""
+        found = frozenset(matched)
+        out = set(found & self.words)
+        for value in found - self.words:
+            named = self.kinds.get(value)
+            if named is None:
+                continue
+            if value not in _AMBIGUOUS or (found - {value}) & self.kind_words[value]:
+                out |= named
+        return frozenset(out)
+
+
+@lru_cache(maxsize=4096)
+def expand(query: str) -> Expansion:
+    """``query`` with the values of every kind it names (itself when it names none)."""
+    own = frozenset(content_words(query))
+    sequence = words(query)
+    kinds: dict[str, frozenset[str]] = {}
+    kind_words: dict[str, frozenset[str]] = {}
+    for kind, names in _NAMES.items():
+        named = frozenset(w for name in names for w in _found(name.split(), sequence)) & own
+        if not named:
+            continue
+        values = [v for v in content_words(" ".join(sorted(VALUE_CLASSES[kind][0]))) if v]
+        fellows = frozenset(values) | {w for name in names for w in name.split()}
+        for value in values:
+            if value not in own:
+                kinds[value] = kinds.get(value, frozenset()) | named
+                kind_words[value] = kind_words.get(value, frozenset()) | fellows
+    if not kinds:
+        return Expansion(query, own, {}, {})
+    return Expansion(f"{query} {' '.join(kinds)}", own, kinds, kind_words)
+
+
+def _found(name: list[str], sequence: list[str]) -> list[str]:
+    """``name``'s words when they occur consecutively in ``sequence``, else none."""
+    n = len(name)
+    for at in range(len(sequence) - n + 1):
+        if sequence[at : at + n] == name:
+            return name
+    return []

@@ -1,0 +1,58 @@
+"""A question that names a kind of thing finds the memories naming things of that kind:
+"which package manager" finds "Prefers pnpm over npm" (the README's own example), on both
+stores, keyword-only and hybrid; a value that is also an everyday word answers only beside its
+kind."""
+
+from __future__ import annotations
+
+from engram import LOCAL, Engram, NewMemory
+from engram.retrieval.expansion import expand
+from engram.retrieval.models import SearchMode
+
+
+def _contents(e: Engram, query: str, mode: SearchMode = SearchMode.HYBRID) -> list[str]:
+    found = e.search.search(query, LOCAL, mode=mode, count_access=False)
+    return [r.memory.content for r in found.items]
+
+
+def _seed(e: Engram) -> None:
+    for text in (
+        "Prefers pnpm over npm",
+        "Staging uses PostgreSQL 16 with pgvector",
+        "I love reading poetry on Sundays",
+        "The cargo ship left the harbour late",
+    ):
+        e.memories.add(NewMemory(content=text), LOCAL)
+    e.index_pending()
+
+
+def test_a_question_naming_a_kind_finds_its_values_keyword_only(engram: Engram) -> None:
+    _seed(engram)
+    for query in ("which package manager", "which package manager for javascript"):
+        found = _contents(engram, query, SearchMode.KEYWORD)
+        # the poetry note and the cargo ship share a value's word, not its kind
+        assert found == ["Prefers pnpm over npm"], query
+    assert _contents(engram, "what database does staging use", SearchMode.KEYWORD)[0] == (
+        "Staging uses PostgreSQL 16 with pgvector"
+    )
+
+
+def test_a_question_naming_a_kind_ranks_its_value_first_hybrid(semantic_engram: Engram) -> None:
+    _seed(semantic_engram)
+    found = _contents(semantic_engram, "which package manager for javascript")
+    assert found[0] == "Prefers pnpm over npm"
+    assert "I love reading poetry on Sundays" not in found[:1]
+
+
+def test_the_expansion_covers_the_kind_and_needs_company_for_ambiguous_values() -> None:
+    terms = expand("which package manager for javascript")
+    assert terms.words == {"package", "manager", "javascript"}
+    assert {"pnpm", "npm", "poetry"} <= set(terms.query.split())
+    assert terms.covered({"pnpm"}) == {"package", "manager"}
+    assert terms.covered({"poetry"}) == frozenset()  # "I love reading poetry"
+    assert terms.covered({"poetry", "pip"}) == {"package", "manager"}
+    assert terms.covered({"javascript", "npm"}) == {"package", "manager", "javascript"}
+    # a question naming no kind is searched as it is; a noun alone names a kind only as a
+    # whole phrase ("package" is not "package manager")
+    assert expand("where did the package go").query == "where did the package go"
+    assert expand("what shell do I use").kinds["zsh"] == {"shell"}
