@@ -56,3 +56,18 @@ def test_the_expansion_covers_the_kind_and_needs_company_for_ambiguous_values() 
     # whole phrase ("package" is not "package manager")
     assert expand("where did the package go").query == "where did the package go"
     assert expand("what shell do I use").kinds["zsh"] == {"shell"}
+
+
+def test_kinds_only_search_knows(engram: Engram) -> None:
+    for text in (
+        "Migrated the suite to vitest last week",
+        "Formatting is done by prettier on save",
+        "The weekly sync moved to Thursdays",
+    ):
+        engram.memories.add(NewMemory(content=text), LOCAL)
+    assert _contents(engram, "which test runner", SearchMode.KEYWORD) == [
+        "Migrated the suite to vitest last week"
+    ]
+    assert _contents(engram, "what code formatter", SearchMode.KEYWORD)[0] == (
+        "Formatting is done by prettier on save"
+    )

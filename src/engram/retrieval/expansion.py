@@ -34,14 +34,48 @@ _NAMES: dict[str, tuple[str, ...]] = {
     "browser": ("browser", "browsers", "web browser"),
     "coffee": ("coffee",),
 }
-"""The phrases that name each kind in a question (consecutive words)."""
+"""The phrases that name each of the lifecycle's kinds in a question (consecutive words)."""
+
+_SEARCH_KINDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "test framework": (
+        ("test framework", "test runner", "testing framework", "testing library"),
+        "pytest jest vitest mocha jasmine rspec junit unittest playwright cypress",
+    ),
+    "web framework": (
+        ("web framework", "frontend framework", "ui framework", "frontend", "backend framework"),
+        "react vue svelte angular nextjs django flask fastapi rails laravel express spring",
+    ),
+    "cloud": (
+        ("cloud", "cloud provider", "hosting", "hosted", "host"),
+        "aws gcp azure heroku vercel netlify digitalocean cloudflare hetzner",
+    ),
+    "formatter": (("formatter", "formatting", "code style"), "black prettier ruff gofmt rustfmt"),
+    "linter": (("linter", "linting", "lint"), "eslint ruff pylint flake8 clippy golangci"),
+    "queue": (
+        ("queue", "message queue", "job queue", "background jobs", "message broker"),
+        "rabbitmq kafka redis sqs celery nats sidekiq",
+    ),
+    "monitoring": (
+        ("monitoring", "observability", "logs", "logging", "metrics", "error tracking"),
+        "grafana prometheus datadog sentry loki kibana elasticsearch",
+    ),
+}
+"""Kinds that only search knows (the lifecycle does not treat them as one slot: a project may
+use pytest and playwright at once): their names, and their values."""
 
 _AMBIGUOUS = frozenset(
     """atom nano zed helix sublime oracle cassandra fish bash rust python java ruby swift scala
     elixir zig haskell bun poetry cargo uv pip conda drone travis jenkins woodpecker windows
-    fedora safari brave chrome vivaldi mocha americano latte""".split()  # noqa: SIM905
+    fedora safari brave chrome vivaldi mocha americano latte unittest express spring react
+    black loki""".split()  # noqa: SIM905
 )
 """Values that are also everyday words or names: they answer only beside their kind."""
+
+
+_KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    *((names, " ".join(sorted(VALUE_CLASSES[kind][0]))) for kind, names in _NAMES.items()),
+    *_SEARCH_KINDS.values(),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +111,11 @@ def expand(query: str) -> Expansion:
     sequence = words(query)
     kinds: dict[str, frozenset[str]] = {}
     kind_words: dict[str, frozenset[str]] = {}
-    for kind, names in _NAMES.items():
+    for names, every in _KINDS:
         named = frozenset(w for name in names for w in _found(name.split(), sequence)) & own
         if not named:
             continue
-        values = [v for v in content_words(" ".join(sorted(VALUE_CLASSES[kind][0]))) if v]
+        values = content_words(every)
         fellows = frozenset(values) | {w for name in names for w in name.split()}
         for value in values:
             if value not in own:
