@@ -71,3 +71,21 @@ def test_kinds_only_search_knows(engram: Engram) -> None:
     assert _contents(engram, "what code formatter", SearchMode.KEYWORD)[0] == (
         "Formatting is done by prettier on save"
     )
+
+
+def test_a_short_form_finds_its_long_form_and_back(engram: Engram) -> None:
+    for text in (
+        "Deploys to production happen on Tuesdays",
+        "The prod database is backed up nightly",
+        "Staging uses PostgreSQL 16",
+    ):
+        engram.memories.add(NewMemory(content=text), LOCAL)
+    assert set(_contents(engram, "prod deploys", SearchMode.KEYWORD)[:1]) == {
+        "Deploys to production happen on Tuesdays"
+    }
+    assert "The prod database is backed up nightly" in _contents(
+        engram, "production backups", SearchMode.KEYWORD
+    )
+    assert _contents(engram, "which postgres version", SearchMode.KEYWORD) == [
+        "Staging uses PostgreSQL 16"
+    ]

@@ -12,6 +12,10 @@ found in a memory covers the query words that named its kind, so the keyword str
 everyday words or names ("poetry", "cargo", "fish", "safari", "ruby") cover them only beside
 another word of their kind in the same memory ("uses poetry and pip", "the fish shell"): "I
 love reading poetry" is no answer to "which package manager".
+
+A word with a short and a long form in developers' notes ("prod" and "production", "repo",
+"k8s", "postgres" and "postgresql": the stemmer keeps each pair apart) is searched in both, and
+either covers the question's word.
 """
 
 from __future__ import annotations
@@ -72,6 +76,44 @@ _AMBIGUOUS = frozenset(
 """Values that are also everyday words or names: they answer only beside their kind."""
 
 
+_SAME = (
+    "prod production",
+    "repo repository",
+    "repos repositories",
+    "config configuration",
+    "configs configurations",
+    "env environment",
+    "envs environments",
+    "auth authentication",
+    "docs documentation",
+    "dep dependency",
+    "deps dependencies",
+    "infra infrastructure",
+    "k8s kubernetes",
+    "dev development",
+    "perf performance",
+    "impl implementation",
+    "js javascript",
+    "ts typescript",
+    "postgres postgresql",
+    "mongo mongodb",
+    "nvim neovim",
+)
+"""Short and long forms of one word in developers' notes (the stemmer keeps them apart)."""
+
+
+def _both_ways(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Each word of a pair, with the other forms it has."""
+    out: dict[str, tuple[str, ...]] = {}
+    for pair in pairs:
+        short, long = pair.split()
+        out[short] = (*out.get(short, ()), long)
+        out[long] = (*out.get(long, ()), short)
+    return out
+
+
+_ALSO = _both_ways(_SAME)
+
 _KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
     *((names, " ".join(sorted(VALUE_CLASSES[kind][0]))) for kind, names in _NAMES.items()),
     *_SEARCH_KINDS.values(),
@@ -106,7 +148,8 @@ class Expansion:
 
 @lru_cache(maxsize=4096)
 def expand(query: str) -> Expansion:
-    """``query`` with the values of every kind it names (itself when it names none)."""
+    """``query`` with the values of every kind it names and the other form of each word with
+    a short and a long form ("prod", "production"); itself when there are none."""
     own = frozenset(content_words(query))
     sequence = words(query)
     kinds: dict[str, frozenset[str]] = {}
@@ -121,6 +164,11 @@ def expand(query: str) -> Expansion:
             if value not in own:
                 kinds[value] = kinds.get(value, frozenset()) | named
                 kind_words[value] = kind_words.get(value, frozenset()) | fellows
+    for word in own:
+        for other in _ALSO.get(word, ()):
+            if other not in own:
+                kinds[other] = kinds.get(other, frozenset()) | {word}
+                kind_words.setdefault(other, frozenset())
     if not kinds:
         return Expansion(query, own, {}, {})
     return Expansion(f"{query} {' '.join(kinds)}", own, kinds, kind_words)
