@@ -15,15 +15,20 @@ def _contents(e: Engram, query: str, mode: SearchMode = SearchMode.HYBRID) -> li
     return [r.memory.content for r in found.items]
 
 
+def _add(e: Engram, *texts: str) -> None:
+    for text in texts:
+        e.memories.add(NewMemory(content=text), LOCAL)
+    e.index_pending()
+
+
 def _seed(e: Engram) -> None:
-    for text in (
+    _add(
+        e,
         "Prefers pnpm over npm",
         "Staging uses PostgreSQL 16 with pgvector",
         "I love reading poetry on Sundays",
         "The cargo ship left the harbour late",
-    ):
-        e.memories.add(NewMemory(content=text), LOCAL)
-    e.index_pending()
+    )
 
 
 def test_a_question_naming_a_kind_finds_its_values_keyword_only(engram: Engram) -> None:
@@ -59,12 +64,12 @@ def test_the_expansion_covers_the_kind_and_needs_company_for_ambiguous_values() 
 
 
 def test_kinds_only_search_knows(engram: Engram) -> None:
-    for text in (
+    _add(
+        engram,
         "Migrated the suite to vitest last week",
         "Formatting is done by prettier on save",
         "The weekly sync moved to Thursdays",
-    ):
-        engram.memories.add(NewMemory(content=text), LOCAL)
+    )
     assert _contents(engram, "which test runner", SearchMode.KEYWORD) == [
         "Migrated the suite to vitest last week"
     ]
@@ -74,12 +79,12 @@ def test_kinds_only_search_knows(engram: Engram) -> None:
 
 
 def test_a_short_form_finds_its_long_form_and_back(engram: Engram) -> None:
-    for text in (
+    _add(
+        engram,
         "Deploys to production happen on Tuesdays",
         "The prod database is backed up nightly",
         "Staging uses PostgreSQL 16",
-    ):
-        engram.memories.add(NewMemory(content=text), LOCAL)
+    )
     assert set(_contents(engram, "prod deploys", SearchMode.KEYWORD)[:1]) == {
         "Deploys to production happen on Tuesdays"
     }
