@@ -8,6 +8,7 @@ from __future__ import annotations
 from engram import LOCAL, Engram, NewMemory
 from engram.retrieval.expansion import expand
 from engram.retrieval.models import SearchMode
+from engram.store.term_budget import rarest_first
 
 
 def _contents(e: Engram, query: str, mode: SearchMode = SearchMode.HYBRID) -> list[str]:
@@ -52,14 +53,14 @@ def test_a_question_naming_a_kind_ranks_its_value_first_hybrid(semantic_engram: 
 def test_the_expansion_covers_the_kind_and_needs_company_for_ambiguous_values() -> None:
     terms = expand("which package manager for javascript")
     assert terms.words == {"package", "manager", "javascript"}
-    assert {"pnpm", "npm", "poetry"} <= set(terms.query.split())
+    assert {"pnpm", "npm", "poetry"} <= set(terms.also)
     assert terms.covered({"pnpm"}) == {"package", "manager"}
     assert terms.covered({"poetry"}) == frozenset()  # "I love reading poetry"
     assert terms.covered({"poetry", "pip"}) == {"package", "manager"}
     assert terms.covered({"javascript", "npm"}) == {"package", "manager", "javascript"}
     # a question naming no kind is searched as it is; a noun alone names a kind only as a
     # whole phrase ("package" is not "package manager")
-    assert expand("where did the package go").query == "where did the package go"
+    assert expand("where did the package go").also == ()
     assert expand("what shell do I use").kinds["zsh"] == {"shell"}
 
 
@@ -93,4 +94,24 @@ def test_a_short_form_finds_its_long_form_and_back(engram: Engram) -> None:
     )
     assert _contents(engram, "which postgres version", SearchMode.KEYWORD) == [
         "Staging uses PostgreSQL 16"
+    ]
+
+
+def test_suggested_words_never_crowd_out_the_questions_own() -> None:
+    # a large store bounds a query's postings: the question's own rarest word is kept first,
+    # the values of the kind it names only within what budget is left
+    docs = {"staging": 2400, "database": 3000, "postgres": 90, "sqlite": 20, "mysql": 5}
+    kept = rarest_first(["database", "staging"], docs, 10_000, also=["postgres", "sqlite", "mysql"])
+    assert kept == ["staging", "sqlite", "mysql"]
+    # searched as one list, the values (rarer) would have taken the budget from "staging"
+    assert "staging" not in rarest_first(
+        ["database", "staging", "postgres", "sqlite", "mysql"], docs, 10_000
+    )
+    assert rarest_first(["staging"], docs, 10_000) == ["staging"]
+    # with room for everything, everything is kept, the question's words first
+    small = dict.fromkeys(docs, 1)
+    assert rarest_first(["database", "staging"], small, 10_000, also=["mysql"]) == [
+        "database",
+        "staging",
+        "mysql",
     ]

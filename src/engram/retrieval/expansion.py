@@ -122,19 +122,21 @@ _KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Expansion:
-    """``query``: the keyword query, the question's words and then its kinds' values;
-    ``words``: the question's own distinct content words; ``kinds``: for each value, the
+    """``query``: the question; ``also``: the words its keyword search looks for beside its
+    own (its kinds' values, other forms of its words); ``words``: the question's own distinct
+    content words; ``kinds``: for each value, the
     question words naming its kind; ``kind_words``: for each value, every word of its kind
     (its fellow values and names), which an ambiguous value needs beside it."""
 
     query: str
+    also: tuple[str, ...]
     words: frozenset[str]
     kinds: Mapping[str, frozenset[str]]
     kind_words: Mapping[str, frozenset[str]]
 
     def covered(self, matched: Iterable[str]) -> frozenset[str]:
-        """The question's words that ``matched`` (words of :attr:`query` a memory contains)
-        answers: its own words, and the kind named by a value found."""
+        """The question's words that ``matched`` (words of the question or of :attr:`also` a
+        memory contains) answers: its own words, and the kind named by a value found."""
         found = frozenset(matched)
         out = set(found & self.words)
         for value in found - self.words:
@@ -170,8 +172,8 @@ def expand(query: str) -> Expansion:
                 kinds[other] = kinds.get(other, frozenset()) | {word}
                 kind_words.setdefault(other, frozenset())
     if not kinds:
-        return Expansion(query, own, {}, {})
-    return Expansion(f"{query} {' '.join(kinds)}", own, kinds, kind_words)
+        return Expansion(query, (), own, {}, {})
+    return Expansion(query, tuple(kinds), own, kinds, kind_words)
 
 
 def _found(name: list[str], sequence: list[str]) -> list[str]:

@@ -281,8 +281,10 @@ class ScrubbingStore(_Audited):
     def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         self.inner.record_access(memory_ids, at)
 
-    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        return self.inner.keyword_search(query, flt, limit=limit)
+    def keyword_search(
+        self, query: str, flt: MemoryFilter, *, limit: int, also: Sequence[str] = ()
+    ) -> list[Hit]:
+        return self.inner.keyword_search(query, flt, limit=limit, also=also)
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int

@@ -293,7 +293,7 @@ class SearchService:
             # both streams in one call (PostgreSQL: at once), the keyword hits' similarities
             # with them
             streams = self._store.search_streams(
-                KeywordQuery(terms.query, *search),
+                KeywordQuery(query, *search, terms.also),
                 vector,
                 self._embedder.model_id,
                 [VectorQuery(r.flt, r.k) for r in requests],
@@ -310,12 +310,12 @@ class SearchService:
             every = (
                 []
                 if shared is None
-                else self._store.keyword_search(terms.query, shared[0], limit=shared[1])
+                else self._store.keyword_search(query, shared[0], limit=shared[1], also=terms.also)
             )
             found = [
                 _taken(r, every, shared)
                 if shared is not None or r.keyword is not None
-                else self._store.keyword_search(terms.query, r.flt, limit=r.k)
+                else self._store.keyword_search(query, r.flt, limit=r.k, also=terms.also)
                 for r in requests
             ]
         cover = [self._coverage(terms, hits) for hits in found]

@@ -98,11 +98,14 @@ class VectorAnswer:
 
 @dataclass(frozen=True, slots=True)
 class KeywordQuery:
-    """A keyword search: ``query``'s words among the memories passing ``flt``, best ``limit``."""
+    """A keyword search: ``query``'s words among the memories passing ``flt``, best ``limit``;
+    ``also``: words searched too within what budget the query's own leave (see
+    :meth:`Store.keyword_search`)."""
 
     query: str
     flt: MemoryFilter
     limit: int
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,10 +348,14 @@ class Store(Protocol):
         ...
 
     # -- search ------------------------------------------------------------------------------
-    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
+    def keyword_search(
+        self, query: str, flt: MemoryFilter, *, limit: int, also: Sequence[str] = ()
+    ) -> list[Hit]:
         """Full-text candidates, best first, each with the query words it matched and its
         layer. ``query`` is plain user text, never raw syntax; its words are
-        ``engram.text.content_words(query)``."""
+        ``engram.text.content_words(query)``. ``also``: words matched too (and named in a
+        hit's matched words) but kept, when a large store bounds a query's postings
+        (``store.term_budget``), only within what the query's own words leave."""
         ...
 
     def vector_search(

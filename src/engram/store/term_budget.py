@@ -19,9 +19,13 @@ POSTINGS_BUDGET = 2500
 T = TypeVar("T", bound=Hashable)
 
 
-def rarest_first(terms: Sequence[T], docs: Mapping[T, int], common_at: float) -> list[T]:
+def rarest_first(
+    terms: Sequence[T], docs: Mapping[T, int], common_at: float, also: Sequence[T] = ()
+) -> list[T]:
     """The terms to keep, in their query order: the rarest first while their document counts
-    (``docs``) stay within ``POSTINGS_BUDGET`` and below ``common_at`` rows."""
+    (``docs``) stay within ``POSTINGS_BUDGET`` and below ``common_at`` rows. ``also``: terms
+    the query's own words suggest (another form of a word, the values of a kind it names),
+    kept, rarest first, only within what budget the query's own terms leave."""
     chosen: set[T] = set()
     postings = 0
     for term in sorted(terms, key=lambda t: docs[t]):
@@ -30,4 +34,10 @@ def rarest_first(terms: Sequence[T], docs: Mapping[T, int], common_at: float) ->
             break
         chosen.add(term)
         postings += df
-    return [t for t in terms if t in chosen]
+    for term in sorted((t for t in also if t not in chosen), key=lambda t: docs[t]):
+        df = docs[term]
+        if df >= common_at or postings + df > POSTINGS_BUDGET:
+            break
+        chosen.add(term)
+        postings += df
+    return [t for t in dict.fromkeys([*terms, *also]) if t in chosen]

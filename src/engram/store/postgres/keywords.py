@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,19 +139,24 @@ def _analyze(conn: Connection) -> None:
         log.info("ANALYZE memories skipped: %s", exc)
 
 
-def plan(conn: Connection, terms: list[str], frequencies: TermFrequencies) -> Plan | None:
-    """What to search for, or None if no term is left (stopwords only)."""
+def plan(
+    conn: Connection, terms: list[str], frequencies: TermFrequencies, also: Sequence[str] = ()
+) -> Plan | None:
+    """What to search for, or None if no term is left (stopwords only). ``also``: further
+    words, kept within the budget ``terms`` leave (``term_budget.rarest_first``)."""
     total = frequencies.total(conn)  # cached: no round trip most of the time
     cap = min(POSTINGS_BUDGET + 1, max(1, int(total * COMMON_SHARE)))
     pruning = total >= MIN_ROWS_FOR_PRUNING
-    known = frequencies.terms(conn, terms, cap if pruning else 0)
+    known = frequencies.terms(conn, [*terms, *also], cap if pruning else 0)
     queries = list(dict.fromkeys(q for t in terms if (q := known[t].tsquery) is not None))
     if not queries:
         return None
+    extra = [q for t in also if (q := known[t].tsquery) is not None and q not in queries]
+    extra = list(dict.fromkeys(extra))
     if not pruning:
-        return Plan(_or(queries), bounded=True)
-    df = {q: frequencies.docs(conn, q, cap) for q in queries}
-    kept = rarest_first(queries, df, cap)
+        return Plan(_or([*queries, *extra]), bounded=True)
+    df = {q: frequencies.docs(conn, q, cap) for q in [*queries, *extra]}
+    kept = rarest_first(queries, df, cap, also=extra)
     # a count that reached the cap is a lower bound: such a term may match many more
     bounded = sum(df[q] for q in kept) <= POSTINGS_BUDGET and all(df[q] < cap for q in kept)
     return Plan(_or(kept), bounded=bounded)

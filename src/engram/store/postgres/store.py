@@ -309,20 +309,29 @@ class PostgresStore:
             return _purge_in(conn, list(memory_ids))
 
     # -- search ------------------------------------------------------------------------------
-    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        return self._keyword(query, flt, limit, None)[0]
+    def keyword_search(
+        self, query: str, flt: MemoryFilter, *, limit: int, also: Sequence[str] = ()
+    ) -> list[Hit]:
+        return self._keyword(query, flt, limit, None, also)[0]
 
     def _keyword(
-        self, query: str, flt: MemoryFilter, limit: int, near: tuple[Vector, str] | None
+        self,
+        query: str,
+        flt: MemoryFilter,
+        limit: int,
+        near: tuple[Vector, str] | None,
+        also: Sequence[str] = (),
     ) -> tuple[list[Hit], dict[str, float]]:
         """The keyword hits, and with ``near`` (a query vector and its model) the similarity of
         each hit with a vector of the model, read in the same statement."""
-        terms = list(dict.fromkeys(content_words(query)))
-        if not terms:
+        asked = list(dict.fromkeys(content_words(query)))
+        if not asked:
             return [], {}
+        extra = [w for w in dict.fromkeys(content_words(" ".join(also))) if w not in asked]
+        terms = [*asked, *extra]
         cond, params = where(flt)
         with self.db.reader() as conn:
-            planned = keywords.plan(conn, terms, self._term_frequencies)
+            planned = keywords.plan(conn, asked, self._term_frequencies, extra)
             if planned is None:
                 return [], {}
             statement, first = keywords.search(planned, cond, near)
@@ -403,7 +412,12 @@ class PostgresStore:
         # two server processes at once: the keyword statement (with its hits' similarities)
         # on a second connection while this one runs the vector statement
         found = self._streams.submit(
-            self._keyword, keyword.query, keyword.flt, keyword.limit, (vector, model_id)
+            self._keyword,
+            keyword.query,
+            keyword.flt,
+            keyword.limit,
+            (vector, model_id),
+            keyword.also,
         )
         try:
             nearest = self.vector_search_many(vector, model_id, queries)

@@ -184,24 +184,30 @@ def query_terms(conn: sqlite3.Connection, text: str) -> list[str]:
 
 
 def plan(
-    conn: sqlite3.Connection, text: str, flt: MemoryFilter, counts: TermCounts
+    conn: sqlite3.Connection,
+    text: str,
+    flt: MemoryFilter,
+    counts: TermCounts,
+    also: Sequence[str] = (),
 ) -> tuple[list[str], str]:
     """The terms to search for and the MATCH expression: any of the terms in text or context,
     narrowed to the filter's environments and layers when that narrows much (a scope token in
     most rows would only make FTS5 walk its long doclist; the SQL filter applies anyway).
-    Every term is quoted: user text never becomes query syntax."""
+    Every term is quoted: user text never becomes query syntax. ``also``: further words
+    (not in ``text``), kept within the budget the text's own terms leave."""
     terms = list(dict.fromkeys(content_words(text)))
     if not terms:
         return [], ""
+    extra = [w for w in also if w not in terms]
     envs = [env_token(e) for e in flt.environment_ids]
     layers = [layer_token(layer) for layer in flt.layers]
-    stems = _stems(terms)
+    stems = _stems([*terms, *extra])
     total = conn.execute("SELECT coalesce(max(rowid), 0) FROM memories_fts").fetchone()[0]
     docs = counts.get(conn, [*envs, *layers, *stems.values()], total)
-    kept = terms
-    if len(terms) > 1 and total >= MIN_ROWS_FOR_PRUNING:
-        frequency = {term: docs.get(stems[term], 0) for term in terms}
-        kept = rarest_first(terms, frequency, total * COMMON_SHARE)
+    kept = [*terms, *extra]
+    if len(kept) > 1 and total >= MIN_ROWS_FOR_PRUNING:
+        frequency = {term: docs.get(stems[term], 0) for term in kept}
+        kept = rarest_first(terms, frequency, total * COMMON_SHARE, also=extra)
     parts = [_any("{text context}", kept)]
     for tokens in (envs, layers):
         if tokens and sum(docs.get(t, 0) for t in tokens) < total * COMMON_SHARE:

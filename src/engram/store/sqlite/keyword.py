@@ -32,9 +32,13 @@ def search(
     flt: MemoryFilter,
     *,
     limit: int,
+    also: Sequence[str] = (),
 ) -> list[Hit]:
-    """The best ``limit`` memories passing ``flt`` by BM25, with the query words each matched."""
-    terms, match = fts.plan(conn, query, flt, counts)
+    """The best ``limit`` memories passing ``flt`` by BM25, with the query words (and words of
+    ``also``) each matched."""
+    own = list(dict.fromkeys(content_words(query)))
+    extra = [w for w in dict.fromkeys(content_words(" ".join(also))) if w not in own]
+    terms, match = fts.plan(conn, query, flt, counts, also=extra)
     if not terms or limit <= 0:
         return []
     cond, params = where(flt)
@@ -51,7 +55,7 @@ def search(
     ).fetchall()
     if len(rows) < limit and _matches_beyond(conn, match, want):
         rows = _filtered_inside(conn, match, cond, params, limit)
-    return _hits(query, rows)
+    return _hits([*own, *extra], rows)
 
 
 def _matches_beyond(conn: sqlite3.Connection, match: str, want: int) -> bool:
@@ -75,6 +79,6 @@ def _filtered_inside(
     ).fetchall()
 
 
-def _hits(query: str, rows: Sequence[Any]) -> list[Hit]:
-    marks = fts.query_marks(list(dict.fromkeys(content_words(query))))
+def _hits(query_words: list[str], rows: Sequence[Any]) -> list[Hit]:
+    marks = fts.query_marks(query_words)
     return [Hit(r[0], float(r[1]), *fts.matched(marks, r[2], r[3]), Layer(r[4])) for r in rows]

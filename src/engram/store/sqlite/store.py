@@ -444,8 +444,12 @@ class SQLiteStore:
         return removed
 
     # -- search ------------------------------------------------------------------------------
-    def keyword_search(self, query: str, flt: MemoryFilter, *, limit: int) -> list[Hit]:
-        return keyword.search(self.db.reader(), self._term_counts, query, flt, limit=limit)
+    def keyword_search(
+        self, query: str, flt: MemoryFilter, *, limit: int, also: Sequence[str] = ()
+    ) -> list[Hit]:
+        return keyword.search(
+            self.db.reader(), self._term_counts, query, flt, limit=limit, also=also
+        )
 
     def vector_search(
         self, vector: Vector, model_id: str, flt: MemoryFilter, *, limit: int
@@ -498,7 +502,9 @@ class SQLiteStore:
         # the keyword stage and its hits' similarities on a second thread while this one
         # scans (SQLite lets go of the GIL, numkong does not)
         def keyword_stage() -> tuple[list[Hit], dict[str, float]]:
-            hits = self.keyword_search(keyword.query, keyword.flt, limit=keyword.limit)
+            hits = self.keyword_search(
+                keyword.query, keyword.flt, limit=keyword.limit, also=keyword.also
+            )
             ids = [h.memory_id for h in hits]
             return hits, self.vector_scores(vector, model_id, ids) if ids else {}
 
