@@ -25,6 +25,12 @@ def transcript(*turns: tuple[str, str] | tuple[str, str, str]) -> Transcript:
     return Transcript(conversation=conv, messages=messages)
 
 
+def user_facts(*said: str) -> list[str]:
+    """The facts proposed from one user's messages, in order."""
+    t = transcript(*(("user", text) for text in said))
+    return [p.content for p in RuleExtractor(episodes=False).extract(t)]
+
+
 def by_kind(proposals: list[Proposal], kind: str) -> list[Proposal]:
     return [p for p in proposals if p.kind == kind]
 
@@ -166,3 +172,33 @@ def test_third_person_rewrite() -> None:
         "Mel likes tea and Mel drinks it daily."
     )
     assert to_third_person("We use Go and I like it.", "Mel") == "We use Go and Mel likes it."
+
+
+def test_short_statements_and_what_a_user_works_with_become_facts() -> None:
+    said = (
+        "I prefer pnpm",
+        "I use pnpm for JavaScript.",
+        "I switched to uv last month.",
+        "Our CI runs on GitHub Actions.",
+        "I love it",  # one content word: nothing to remember
+    )
+    assert user_facts(*said) == [
+        "The user prefers pnpm",
+        "The user uses pnpm for JavaScript.",
+        "The user switched to uv last month.",
+        "The user's CI runs on GitHub Actions.",
+    ]
+
+
+def test_a_sentence_bundling_claims_about_different_things_gives_one_fact_each() -> None:
+    said = (
+        "We deploy on Fridays and I prefer dark mode, and my editor is Neovim.",
+        "We use Postgres for everything and our tests run with pytest.",
+    )
+    assert user_facts(*said) == [
+        "The user and others deploy on Fridays.",
+        "The user prefers dark mode.",
+        "The user's editor is Neovim.",
+        "The user and others use Postgres for everything.",
+        "The user's tests run with pytest.",
+    ]

@@ -34,6 +34,14 @@ _FAMILY = (
     r"team|manager|fianc[ée]e?)"
 )
 
+_SETUP = (
+    r"(?:editor|ide|shell|terminal|os|laptop|machine|browser|language|stack|setup|database|db|"
+    r"ci|pipeline|package manager|test runner|test framework|framework|formatter|linter|"
+    r"timezone|time zone|keyboard|keyboard layout|theme|font|cloud|host|hosting|registry|"
+    r"workflow|branch|default branch|build|deploys?|releases?|tests?|repo|monorepo)"
+)
+"""What a person's own setup is named in "my editor is Neovim", "our CI runs on GitHub"."""
+
 # first match wins: the most specific and most important kinds come first
 PATTERNS: tuple[FactPattern, ...] = (
     _p("allergy", "constraint", 0.9, r"\bI(?:'m| am) (?:severely |very )?allergic to\b"),
@@ -75,12 +83,22 @@ PATTERNS: tuple[FactPattern, ...] = (
         r"\bmy (?:favou?rite|go-to)\b|\bI don't (?:like|enjoy|care for)\b",
     ),
     _p(
+        "tool",
+        "preference",
+        0.6,
+        r"\b(?:I|we)(?:'ve| have)? (?:(?:also|mostly|mainly|now|still|only|always) )?(?:use|"
+        r"switched to|migrated to|code in|write in|program in|develop in|rely on|work with)\b|"
+        r"\b(?:my|our) (?:main |default |usual |primary )?" + _SETUP + r" (?:is|are|runs?|uses?|"
+        r"lives?|goes|go|was switched)\b|\bour [a-z]+ (?:runs on|is hosted on|uses)\b",
+    ),
+    _p(
         "habit",
         "habit",
         0.5,
         r"\bI (?:usually|always|often|regularly|normally|typically|tend to|never)\b|"
         r"\bI(?:'ve| have) been [a-z]+ing\b|\bevery (?:day|morning|evening|night|week|weekend|"
-        r"month|year)\b|\bI [a-z]+ (?:daily|weekly)\b",
+        r"month|year)\b|\bI [a-z]+ (?:daily|weekly)\b|\b(?:we|I) (?:deploy|release|ship|meet|"
+        r"sync|merge|publish|demo|review) (?:on|every|each) [a-z]+",
     ),
     _p(
         "plan",
@@ -111,16 +129,17 @@ _SKIP_RE = re.compile(
 _HEDGE_RE = re.compile(
     r"\b(?:maybe|perhaps|probably|might|I think|I guess|kind of|sort of)\b", re.I
 )
-_FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|my|we|we've|we're|let's)\b", re.I)
+_FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|my|we|we've|we're|let's|our)\b", re.I)
 _LEAD_RE = re.compile(
     r"^(?:(?:great|ok|okay|so|well|yeah|yes|also|actually|btw|oh|anyway|and|but|honestly|"
     r"sure|right|cool|haha|wow|hey)\b[,!.]?\s+)+",
     re.I,
 )
-MIN_WORDS = 4
+MIN_WORDS = 3
 MAX_WORDS = 60
+_CLAUSE_START = r"(?=(?:I(?:'m|'ve|'ll|'d)?|my|we(?:'re|'ve|'ll)?|our)\b)"
 _CLAIM_SPLIT_RE = re.compile(
-    r"(?:\s*,\s*|\s+)(?:and|but|while)\s+(?=I(?:'m|'ve|'ll|'d)?\b)|\s*;\s*(?=I(?:'m|'ve|'ll|'d)?\b)"
+    r"(?:\s*,\s*|\s+)(?:and|but|while)\s+" + _CLAUSE_START + r"|\s*;\s*" + _CLAUSE_START
 )
 
 
@@ -178,8 +197,11 @@ def _proposal(
     if others.get(msg.speaker):
         who = f"{speaker} and {others[msg.speaker]}"
         text = re.sub(r"\b[Ll]et's\b", f"{who} will", text)
+        # "our" after a "we" is theirs; alone ("Our CI runs on ...", a clause split from its
+        # "we") it is the speaker's
+        ours = "their" if re.search(r"\b[Ww]e\b", text) else f"{speaker}'s"
         text = re.sub(r"\b[Ww]e\b", who, text)
-        text = re.sub(r"\bour\b", "their", text)
+        text = re.sub(r"\b[Oo]ur\b", ours, text)
         text = re.sub(r"\bus\b", "them", text)
     text = text[:1].upper() + text[1:]
     key = text.lower()
