@@ -15,7 +15,7 @@ import pytest
 from engram import LOCAL, Engram, NewMemory
 from engram.actors import Actor
 from engram.errors import InvalidInput, Unauthenticated
-from engram.models import Layer
+from engram.models import Layer, MemoryFilter
 from engram.service.capture import IngestResult
 from engram.tokens import count_tokens
 from tests.conftest import FakeClock
@@ -273,3 +273,21 @@ def test_a_failing_request_does_not_fail_the_others_in_its_commit(
     assert doomed_answer.exception(timeout=5) is not None
     again = engram.capture.ingest([ev("prompt", clock, project="gone")], LOCAL)
     assert again.stored == 1  # the project's environment is created anew
+
+
+def test_a_decision_stated_in_a_prompt_outlives_its_session_in_the_brief(
+    engram: Engram, clock: FakeClock
+) -> None:
+    said = "We decided to use pnpm workspaces for the monorepo."
+    _session(engram, clock, "s-1", f"{said} Use a dict instead of a list here.")
+    facts = engram.memories.list_memories(
+        LOCAL, MemoryFilter(layers=[Layer.FACT]), environment="webapp"
+    )
+    # the project decision is a fact; a prompt's local instruction and the agent's words not
+    assert [(m.content, m.category) for m in facts.items] == [(said, "decision")]
+    for i in range(4):  # the session ages out of the brief's recent sessions
+        clock.advance(minutes=10)
+        _session(engram, clock, f"later-{i}", f"Task number {i}")
+    _, block = engram.capture.session_start([ev("session_start", clock, "new")], LOCAL)
+    rules = block.split("Project rules and decisions:")[1].split("\n\n")[0]
+    assert f"- {said}" in rules and "Task number 0" not in block

@@ -44,6 +44,15 @@ _DECISION = re.compile(
     r"keep|switch)|going with|chose|instead of|switch(?:ed)? to|settled on|agreed)\b",
     re.I,
 )
+_STATED_DECISION = re.compile(
+    r"\b(?:we|I)(?:'ve| have)? (?:decided|agreed|chose|settled on|opted)\b|"
+    r"\blet'?s (?:go with|stick with|switch to|standardi[sz]e on)\b|"
+    r"\bwe(?:'ll| will) (?:go with|switch to|stick with|standardi[sz]e on)\b|"
+    r"\b(?:our|the) decision is\b|\bfrom now on\b",
+    re.I,
+)
+"""A decision a prompt states for the project, stricter than :data:`_DECISION` (a prompt's
+"use a dict instead of a list here" is about this change, not a project decision)."""
 _NEXT = re.compile(
     r"\b(?:next(?: step)?s?|todo|to do|follow[- ]up|remaining|still need|should (?:also|now|"
     r"next)|then we|later|not yet|left to)\b",
@@ -69,6 +78,8 @@ class SessionSummary:
     next_steps: list[str] = field(default_factory=list)
     preferences: list[str] = field(default_factory=list)
     """Rules and preferences the user stated ("always run the type checker first")."""
+    stated_decisions: list[str] = field(default_factory=list)
+    """The decisions among :attr:`decisions` the user stated in a prompt (not the agent's)."""
     outcome: str = ""
     started: datetime | None = None
     ended: datetime | None = None
@@ -139,16 +150,20 @@ def summarize(events: Sequence[Observed], cwd: str = "") -> SessionSummary:
     questions: list[str] = []
     steps: list[str] = []
     preferences: list[str] = []
+    stated: list[str] = []
     last_message = ""
     failed_commands: dict[str, str] = {}
     for ev in events:
         if ev.kind == EventKind.PROMPT and ev.text:
             _add(asked, _first_line(ev.text))
             for s in _sentences(ev.text):
-                if _DECISION.search(s):
-                    _add(decisions, s)
                 if _PREFERENCE.search(s):
                     _add(preferences, s)
+                project_wide = _STATED_DECISION.search(s) is not None
+                if project_wide or _DECISION.search(s):
+                    _add(decisions, s)
+                if project_wide and s not in preferences:
+                    _add(stated, s)
         elif ev.kind == EventKind.TOOL_RESULT:
             for name in ev.files:
                 _add(files, _short_path(name, cwd))
@@ -188,6 +203,7 @@ def summarize(events: Sequence[Observed], cwd: str = "") -> SessionSummary:
         open_questions=questions,
         next_steps=steps,
         preferences=preferences,
+        stated_decisions=stated,
         outcome=outcome,
         started=events[0].at if events else None,
         ended=events[-1].at if events else None,

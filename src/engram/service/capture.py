@@ -373,7 +373,7 @@ class CaptureService:
                 actor,
                 env.id,
             )
-            self._remember_preferences(summary, actor, env.id)
+            self._remember_stated(summary, actor, env.id)
         if self._handoffs is not None:  # first: once the episode shows, so does the handoff
             self._handoffs.from_session(session, summary)
         if self._learn is not None:  # only the user's prompts: never tool output
@@ -381,23 +381,28 @@ class CaptureService:
         self._store.capture.set_episode(sid, episode.id, session.last_event_at)
         return episode
 
-    def _remember_preferences(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
-        """Rules the user stated in their prompts become preference facts, through the
-        lifecycle when there is one (the same rule said again is merged, a changed one
-        supersedes the old), else once per exact wording."""
-        for sentence in summary.preferences:
+    def _remember_stated(self, summary: SessionSummary, actor: Actor, env_id: str) -> None:
+        """Rules the user stated in their prompts become preference facts, and decisions they
+        stated ("we decided to use pnpm workspaces") decision facts, which the next sessions'
+        briefs list among the project's decisions after the session itself has aged out of
+        them: through the lifecycle when there is one (the same rule said again is merged, a
+        changed one supersedes the old), else once per exact wording. Never the agent's
+        words."""
+        stated = [(s, "preference", 0.7) for s in summary.preferences]
+        stated += [(s, "decision", 0.75) for s in summary.stated_decisions]
+        for sentence, category, importance in stated:
             new = NewMemory(
                 content=sentence,
-                category="preference",
+                category=category,
                 tags=["session"],
-                importance=0.7,
+                importance=importance,
                 source=Source.EXTRACTED,
             )
             if self._remember is not None:
                 self._remember(new, actor, env_id)
                 continue
             existing = self._store.list_memories(
-                MemoryFilter(environment_ids=[env_id], categories=["preference"]), limit=200
+                MemoryFilter(environment_ids=[env_id], categories=[category]), limit=200
             )
             if not any(m.content == sentence for m in existing):
                 self._memories.add(new, actor, env_id)
