@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from engram import LOCAL, Engram, MemoryFilter, NewMemory, Status
+from engram import LOCAL, Engram, MemoryFilter, MemoryPatch, NewMemory, Status
 from engram.errors import Conflict, InvalidInput
 from engram.lifecycle import WriteAction
 from engram.lifecycle.dedup import jaccard, word_set
@@ -262,6 +262,38 @@ def test_undo_merge_with_restore_and_with_lifecycle_undo(engram: Engram) -> None
     assert [m.id for m in changed] == [record, first.id]
     assert engram.memories.get(record, LOCAL).status is Status.ACTIVE
     assert engram.memories.get(first.id, LOCAL).reinforcement_count == 1
+
+
+def test_undo_of_a_merge_from_the_absorbing_side_takes_back_all_it_added(engram: Engram) -> None:
+    first = engram.lifecycle.remember(fact("Prefers pnpm over npm for installs"), LOCAL).memory
+    again = fact("Prefers pnpm over npm for installs, always", importance=0.9, tags=["js"])
+    out = engram.lifecycle.remember(again, LOCAL)
+    assert out.action is WriteAction.MERGED and out.absorbed_into == first.id
+    merged = engram.memories.get(first.id, LOCAL)
+    assert merged.confidence > first.confidence and merged.importance == 0.9
+    assert merged.tags == ["js"] and merged.reinforcement_count == 1
+    # given the fact that absorbed it, undo finds the merge (it was "no lifecycle action")
+    changed = engram.lifecycle.undo(first.id, LOCAL)
+    record = out.merged_record or ""
+    assert [m.id for m in changed] == [record, first.id]
+    assert engram.memories.get(record, LOCAL).status is Status.ACTIVE
+    back = engram.memories.get(first.id, LOCAL)
+    assert back.status is Status.ACTIVE and back.reinforcement_count == 0
+    assert back.confidence == first.confidence  # the merge's step, taken back
+    assert back.importance == first.importance and back.tags == []
+    with pytest.raises(InvalidInput, match="no lifecycle action"):
+        engram.lifecycle.undo(first.id, LOCAL)  # nothing absorbed is still merged into it
+
+
+def test_undoing_a_merge_keeps_what_changed_on_the_target_since(engram: Engram) -> None:
+    first = engram.lifecycle.remember(fact("Prefers pnpm over npm", tags=["tools"]), LOCAL).memory
+    out = engram.lifecycle.remember(fact("Prefers pnpm over npm", importance=0.7), LOCAL)
+    assert out.absorbed_into == first.id
+    engram.memories.update(first.id, MemoryPatch(importance=0.95), LOCAL)
+    engram.lifecycle.undo(out.merged_record or "", LOCAL)
+    back = engram.memories.get(first.id, LOCAL)
+    assert back.importance == 0.95 and back.tags == ["tools"]  # the user's own edit stays
+    assert back.confidence == first.confidence
 
 
 def test_undo_supersede_from_either_side(engram: Engram) -> None:

@@ -68,7 +68,10 @@ def maintain(
 def undo(
     ctx: typer.Context,
     memory_id: Annotated[
-        str, typer.Argument(help="A merged, superseded (either side), flagged or compacted memory.")
+        str,
+        typer.Argument(
+            help="A merged or superseded memory (either side), a flagged or a compacted one."
+        ),
     ],
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:

@@ -6,6 +6,7 @@ and its words must not live on in the history of the memory that absorbed it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -101,8 +102,44 @@ def merge(
     )
     return [
         record(gone, Action.MERGE, actor, f"merged into {target.id} ({why})"),
-        record(kept, Action.MERGE, actor, f"absorbed {duplicate.id}"),
+        record(kept, Action.MERGE, actor, f"{ABSORBED}{duplicate.id}"),
     ]
+
+
+ABSORBED = "absorbed "
+"""How the absorbing memory's merge version names the record it absorbed."""
+
+
+def unmerge(
+    target: Memory, versions: Sequence[MemoryVersion], record_id: str, now: datetime
+) -> Memory:
+    """``target`` without what absorbing ``record_id`` added to it (from its versions): the
+    reinforcement, the confidence step, a raised importance (unless changed since) and the
+    tags the record brought (unless the target had them before)."""
+    by_number = {v.version: v.snapshot for v in versions}
+    at = next(
+        (
+            v
+            for v in reversed(versions)
+            if v.action is Action.MERGE and v.reason == ABSORBED + record_id
+        ),
+        None,
+    )
+    before = by_number.get(at.version - 1) if at is not None else None
+    if at is None or before is None:  # history not found: the count alone, as before
+        return step(target, now, reinforcement_count=max(0, target.reinforcement_count - 1))
+    after = at.snapshot
+    gained = after.confidence - before.confidence
+    raised = after.importance > before.importance and target.importance == after.importance
+    added = set(after.tags) - set(before.tags)
+    return step(
+        target,
+        now,
+        reinforcement_count=max(0, target.reinforcement_count - 1),
+        confidence=round(min(1.0, max(0.0, target.confidence - gained)), 4),
+        importance=before.importance if raised else target.importance,
+        tags=[t for t in target.tags if t not in added],
+    )
 
 
 def supersede(older: Memory, newer: Memory, why: str, actor: Actor, now: datetime) -> list[Change]:

@@ -201,7 +201,10 @@ class LifecycleService:
     def undo(self, memory_id: str, actor: Actor) -> list[Memory]:
         """Undo the lifecycle action that last changed ``memory_id``, on both sides.
 
-        - merged: the record is active again; the absorbing memory loses the reinforcement;
+        - merged (give either side: the record, or the memory that absorbed it, whose newest
+          merge still in effect is undone): the record is active again; the absorbing memory
+          loses what the merge added (the reinforcement, the confidence step, an importance it
+          raised, the record's tags);
         - superseded (give either side): the older is active again and the newer no longer
           links to it; both stay active;
         - flagged: active again;
@@ -215,6 +218,10 @@ class LifecycleService:
             older = self._store.get([memory.supersedes])
             if older and older[0].superseded_by == memory.id:
                 return self.undo(older[0].id, actor)
+        if memory.status is Status.ACTIVE:
+            absorbed = self._last_absorbed(memory)
+            if absorbed is not None:
+                return self.undo(absorbed, actor)
         if memory.status not in (Status.MERGED, Status.SUPERSEDED, Status.FLAGGED, Status.ARCHIVED):
             raise InvalidInput(
                 f"memory {memory_id!r} is {memory.status.value}: no lifecycle action to undo"
@@ -224,9 +231,8 @@ class LifecycleService:
         batch: list[Change] = []
         if memory.status is Status.MERGED and memory.merged_into:
             for target in self._store.get([memory.merged_into]):
-                undone = changes.step(
-                    target, now, reinforcement_count=max(0, target.reinforcement_count - 1)
-                )
+                versions = self._store.versions(target.id)
+                undone = changes.unmerge(target, versions, memory.id, now)
                 why = f"undo merge of {memory.id}"
                 batch.append(changes.record(undone, Action.UPDATE, actor, why))
         elif memory.status is Status.SUPERSEDED and memory.superseded_by:
@@ -247,3 +253,14 @@ class LifecycleService:
                     batch.append(changes.record(gone, Action.DELETE, actor, why))
         self._ops.commit(batch, actor)
         return [restored, *(c.memory for c in batch)]
+
+    def _last_absorbed(self, memory: Memory) -> str | None:
+        """The record whose merge into ``memory`` is the newest still in effect, if any."""
+        for v in reversed(self._store.versions(memory.id)):
+            if v.action is not Action.MERGE or not v.reason.startswith(changes.ABSORBED):
+                continue
+            record_id = v.reason.removeprefix(changes.ABSORBED)
+            found = self._store.get([record_id])
+            if found and found[0].status is Status.MERGED and found[0].merged_into == memory.id:
+                return record_id
+        return None

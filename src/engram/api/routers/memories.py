@@ -37,4 +37,7 @@ def feedback(
 
 @router.post("/{memory_id}/undo", summary="Undo the lifecycle action that last changed it")
 def undo(memory_id: str, engram: EngramDep, actor: ActorDep) -> list[Memory]:
+    """Both sides of a merge (give the merged record or the memory that absorbed it), a
+    supersede (either memory), a flag or a compaction; the undone memory first, then every
+    other memory changed. An active memory with no such action is a 400."""
     return engram.lifecycle.undo(memory_id, actor)
