@@ -171,6 +171,19 @@ def test_a_long_path_is_printed_whole_on_a_narrow_console(
     assert main(["--home", str(home), "list"]) == 0
     assert any(memory_id in line for line in capsys.readouterr().out.splitlines())
     missing = tmp_path / ("y" * 60) / "export.json"
+    # ... and keeps its content readable: at 80 columns the lesser columns give way
+    assert main(["--home", str(home), "add", "Prefers pnpm over npm for javascript"]) == 0
+    capsys.readouterr()
+    for argv in (["list"], ["search", "pnpm javascript"]):
+        assert main(["--home", str(home), *argv]) == 0
+        out = capsys.readouterr().out
+        assert "Prefers pnpm over npm" in out and "javascript" in out, out
+        assert "category" not in out and "freq" not in out
+    monkeypatch.setattr(console, "_width", 150)
+    for argv, header in ((["list"], "category"), (["search", "pnpm javascript"], "freq")):
+        assert main(["--home", str(home), *argv]) == 0
+        out = capsys.readouterr().out
+        assert header in out and "Prefers pnpm over npm for javascript" in out
     assert main(["--home", str(home), "import", str(missing)]) != 0
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and str(missing) in err

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
+from engram.cli.tables import memory_table
 from engram.lifecycle.report import WriteAction
 from engram.models import (
     ORDERS,
@@ -26,23 +27,25 @@ from engram.models import (
 
 
 def _memory_table(memories: list[Memory], title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False)
-    for col in ("id", "layer", "category", "imp", "conf", "status", "content"):
-        # an id is kept on one line (to be copied); the content folds around it
-        table.add_column(
-            col, overflow="fold" if col in ("id", "content") else "ellipsis", no_wrap=col == "id"
-        )
-    for m in memories:
-        table.add_row(
-            m.id,
-            m.layer.value,
-            m.category,
-            f"{m.importance:.2f}",
-            f"{m.confidence:.2f}",
-            m.status.value,
-            short(m.content if m.procedure is None else f"{m.procedure.name}: {m.content}"),
-        )
-    return table
+    rows = [
+        {
+            "id": m.id,
+            "layer": m.layer.value,
+            "category": m.category,
+            "imp": f"{m.importance:.2f}",
+            "conf": f"{m.confidence:.2f}",
+            "status": m.status.value,
+            "content": short(
+                m.content if m.procedure is None else f"{m.procedure.name}: {m.content}"
+            ),
+        }
+        for m in memories
+    ]
+    wide = ("id", "layer", "category", "imp", "conf", "status", "content")
+    # narrow: the status only when some memory listed is not active
+    mixed = any(m.status is not Status.ACTIVE for m in memories)
+    narrow = ("id", "imp", "status", "content") if mixed else ("id", "imp", "content")
+    return memory_table(rows, wide, narrow, title=title)
 
 
 def _show(memory: Memory) -> None:

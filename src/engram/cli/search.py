@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
+from engram.cli.tables import memory_table
 from engram.models import Layer, MemoryFilter
 from engram.retrieval.models import ScoreBreakdown, SearchMode
 
@@ -45,22 +46,29 @@ def search(
     if as_json:
         emit_json(result)
         return
-    table = Table(title=f"{len(result.items)} results ({result.mode.value}, {result.took_ms} ms)")
-    for col in ("score", "rel", "imp", "conf", "rec", "freq", "found by", "id", "content"):
-        table.add_column(col, overflow="fold" if col in ("id", "content") else "ellipsis")
+    rows = []
     for item in result.items:
         b = item.breakdown
-        table.add_row(
-            f"{item.score:.3f}",
-            *(f"{f.value:.2f}" for f in (b.relevance, b.importance, b.confidence, b.recency)),
-            f"{b.frequency.value:.2f}",
-            _found_by(b),
-            item.memory.id,
-            short(item.memory.content, 70),
+        factors = (b.relevance, b.importance, b.confidence, b.recency, b.frequency)
+        rows.append(
+            {
+                "score": f"{item.score:.3f}",
+                **{k: f"{f.value:.2f}" for k, f in zip(_FACTORS, factors, strict=True)},
+                "found by": _found_by(b),
+                "id": item.memory.id,
+                "content": short(item.memory.content, 70),
+            }
         )
+    title = f"{len(result.items)} results ({result.mode.value}, {result.took_ms} ms)"
+    wide = ("score", *_FACTORS, "found by", "id", "content")
+    table = memory_table(rows, wide, ("score", "id", "content"), title=title)
     console.print(table)
     if not result.semantic_available:
         console.print("keyword only: no embedder is configured (ENGRAM_EMBEDDER)")
+
+
+_FACTORS = ("rel", "imp", "conf", "rec", "freq")
+"""The five factors' columns, in the breakdown's order (the narrow table shows the score only)."""
 
 
 def _found_by(b: ScoreBreakdown) -> str:
