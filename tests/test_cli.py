@@ -22,6 +22,10 @@ def test_init_add_list_show_edit_history(
     home = str(tmp_path / "h")
     code, out, _ = run(capsys, "--home", home, "init")
     assert code == 0 and "default environment" in out
+    # where the dashboard is, whom to sign in as, and that a password comes first
+    owner = json.loads(run(capsys, "--home", home, "users", "list", "--json")[1])[0]["name"]
+    line = next(x for x in out.splitlines() if x.startswith("dashboard: "))
+    assert "/ui" in line and f"sign in as {owner} once 'engram users passwd'" in line
     code, out, _ = run(
         capsys,
         "--home",

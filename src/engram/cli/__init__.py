@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from engram.cli.common import console, make_state, service
+from engram.config import DEFAULT_PORT
 from engram.errors import EngramError, InvalidInput, NotFound
 from engram.service.environments import validation_message
 
@@ -57,6 +58,12 @@ def init(
         console.print(f"database: {st.settings.database_url}")
         console.print(f"default environment: {env.name} ({env.id})")
         console.print(f"owner token: {st.settings.home / 'token'} (mode 0600)")
+        owner = engram.accounts.get_user(st.actor.user_id, st.actor)
+        how = "" if owner.has_password else " once 'engram users passwd' has set a password"
+        console.print(
+            f"dashboard: http://127.0.0.1:{DEFAULT_PORT}/ui under 'engram serve'; "
+            f"sign in as {owner.name}{how}"
+        )
         if engram.embedder is not None:
             # the default model is distilled once from the shipped MiniLM weights (~75 s), here
             # rather than inside the first MCP tool call
