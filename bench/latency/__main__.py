@@ -1,6 +1,6 @@
 """Latency, throughput and memory at scale, on synthetic memories in one environment.
 
-For each size (default 10k and 100k; 1,000,000 on request, about half an hour): ingest rate
+For each size (default 10k and 100k; 1,000,000 on request, 8-40 minutes): ingest rate
 (acknowledged writes: one by one into the empty store and 10,000 more into the full one, from 8
 clients, in batches), the time until every memory is also searchable semantically (the
 background indexer, then the first search, which loads the vectors), p50/p95 of hybrid search
