@@ -6,6 +6,8 @@ and the SDK's calls."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -226,3 +228,30 @@ def test_sdk_uploads_and_commits(engram: Engram, server: tuple[str, str], tmp_pa
         assert [j.id for j in c.imports.list()] == [job.id]
         with pytest.raises(InvalidInput):
             c.imports.upload(b"{}", "x.json")
+
+
+def test_an_upload_and_its_job_file_are_owner_only(engram: Engram, tmp_path: Path) -> None:
+    """The upload is the export as sent (secrets not yet scrubbed): 0600 in 0700 folders, as
+    every file in the home, whatever the umask."""
+    root = tmp_path / "home" / "imports"
+    jobs = ImportJobs(engram.imports, engram.clock, root, engram.scrubber)
+    path = tmp_path / "memories.txt"
+    path.write_text("[2026-01-05] - Prefers pnpm over npm\n")
+    old = os.umask(0o022)
+    try:
+        with path.open("rb") as f:
+            job = jobs.upload("memories.txt", f, LOCAL)
+    finally:
+        os.umask(old)
+    modes = {
+        p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
+        for p in (root.parent, root, root / job.id, root / job.id / job.file)
+    }
+    modes["job.json"] = stat.S_IMODE((root / job.id / "job.json").stat().st_mode)
+    assert modes == {
+        "home": 0o700,
+        "home/imports": 0o700,
+        f"home/imports/{job.id}": 0o700,
+        f"home/imports/{job.id}/memories.txt": 0o600,
+        "job.json": 0o600,
+    }

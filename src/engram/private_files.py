@@ -14,6 +14,7 @@ import contextlib
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -51,6 +52,23 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.chmod(path, FILE_MODE)
+
+
+def private_dir(path: Path) -> Path:
+    """Create a directory (and any missing parent) owner-only (0700); an existing one is
+    restricted."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    for p in (path, *missing):
+        _restrict(p, DIR_MODE)
+    return path
+
+
+def open_private(path: Path) -> BinaryIO:
+    """A new file only its owner can read (0600, from the start), open for binary writing."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    os.chmod(path, FILE_MODE)  # an existing file keeps its mode through O_CREAT
+    return os.fdopen(fd, "wb")
 
 
 def private_database(path: Path) -> None:

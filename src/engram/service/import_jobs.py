@@ -30,6 +30,7 @@ from engram.errors import Conflict, EngramError, InvalidInput, NotFound
 from engram.ids import new_id
 from engram.portability.reading import DEFAULT_LIMITS, Limits
 from engram.portability.report import ImportJob, JobState
+from engram.private_files import DIR_MODE, open_private, private_dir, write_private
 from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import require_scope
 from engram.service.portability import ImportService
@@ -78,10 +79,11 @@ class ImportJobs:
         name = _SAFE_NAME.sub("_", Path(filename or "upload").name).strip("._") or "upload"
         job_id = new_id(JOB_PREFIX)
         folder = self._root / job_id
-        folder.mkdir(parents=True, mode=0o700)
+        private_dir(self._root)
+        folder.mkdir(mode=DIR_MODE)
         try:
             path = folder / name
-            with path.open("wb") as out:
+            with open_private(path) as out:
                 shutil.copyfileobj(data, out, 1 << 20)
             if path.stat().st_size == 0:
                 raise InvalidInput(f"{name}: the upload is empty", file=name)
@@ -271,7 +273,7 @@ class ImportJobs:
         self._jobs[job.id] = job
         folder = self._root / job.id
         tmp = folder / "job.json.tmp"
-        tmp.write_text(job.model_dump_json(indent=1))
+        write_private(tmp, job.model_dump_json(indent=1))
         tmp.replace(folder / "job.json")
         with self._lock:
             self._lock.notify_all()
