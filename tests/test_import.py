@@ -14,6 +14,7 @@ from engram.errors import InvalidInput
 from engram.models import Layer, MemoryFilter
 from engram.portability.bundle import stable_key
 from tests import export_fixtures as fx
+from tests.scrub_fixtures import fakes
 
 
 def test_chatgpt_zip_follows_the_visible_branch_and_keeps_traces(
@@ -275,3 +276,20 @@ def test_cli_preview_import_export_and_archive(
     assert "restored and verified" in capsys.readouterr().out
     assert main(["--home", home, "import", str(tmp_path / "missing.zip")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_preview_shows_the_sample_scrubbed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The preview quotes the export's own text: scrubbed on every edge, as REST's is."""
+    from engram.cli import main
+
+    secret = fakes()[0]
+    path = tmp_path / "memories.txt"
+    path.write_text(f"[2026-01-05] - My deploy token is {secret.text}\n")
+    home = str(tmp_path / "h")
+    for flags in ([], ["--json"]):
+        assert main(["--home", home, "import", str(path), "--preview", *flags]) == 0
+        out = capsys.readouterr().out
+        assert "My deploy token is" in out and "REDACTED" in out
+        assert secret.tail not in out

@@ -234,7 +234,7 @@ def test_an_upload_and_its_job_file_are_owner_only(engram: Engram, tmp_path: Pat
     """The upload is the export as sent (secrets not yet scrubbed): 0600 in 0700 folders, as
     every file in the home, whatever the umask."""
     root = tmp_path / "home" / "imports"
-    jobs = ImportJobs(engram.imports, engram.clock, root, engram.scrubber)
+    jobs = ImportJobs(engram.imports, engram.clock, root)
     path = tmp_path / "memories.txt"
     path.write_text("[2026-01-05] - Prefers pnpm over npm\n")
     old = os.umask(0o022)

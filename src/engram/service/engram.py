@@ -124,12 +124,12 @@ class Engram:
         )
         # imports of other products' exports, through the lifecycle and extraction above
         self.imports = ImportService(
-            store, clock, self.environments, self.lifecycle, self.extraction
+            store, clock, self.environments, self.lifecycle, self.extraction, self.scrubber
         )
         # REST import jobs: uploads kept under imports_dir (a temporary folder when None)
         if imports_dir is None and home is not None:
             imports_dir = Path(home) / "imports"
-        self.import_jobs = ImportJobs(self.imports, clock, imports_dir, self.scrubber)
+        self.import_jobs = ImportJobs(self.imports, clock, imports_dir)
         # deletion that means it: conversations and accounts, for good
         self.erasure = ErasureService(
             store,

@@ -31,7 +31,6 @@ from engram.ids import new_id
 from engram.portability.reading import DEFAULT_LIMITS, Limits
 from engram.portability.report import ImportJob, JobState
 from engram.private_files import DIR_MODE, open_private, private_dir, write_private
-from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import require_scope
 from engram.service.portability import ImportService
 
@@ -48,10 +47,8 @@ class ImportJobs:
         imports: ImportService,
         clock: Clock,
         root: Path | None = None,
-        scrubber: Scrubber | None = None,
     ) -> None:
         self._imports = imports
-        self._scrubber = scrubber or Scrubber()
         self._clock = clock
         self._root = root or Path(tempfile.mkdtemp(prefix="engram-imports-"))
         self._lock = threading.Condition()
@@ -89,10 +86,7 @@ class ImportJobs:
                 raise InvalidInput(f"{name}: the upload is empty", file=name)
             with _named(path, name):
                 bundle = self._imports.read(path, csv_map=csv_map, limits=limits)
-            # the preview's sample is the export's own text: kept and shown scrubbed
-            preview = scrub_value(
-                self._scrubber, self._imports.preview(bundle, actor, environment, file=name)
-            )[0]
+            preview = self._imports.preview(bundle, actor, environment, file=name)  # scrubbed
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

@@ -36,6 +36,7 @@ from engram.portability.report import (
     SkippedItem,
     SourceCounts,
 )
+from engram.scrub import Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle import LifecycleService
 from engram.store import Store
@@ -80,12 +81,14 @@ class ImportService:
         environments: EnvironmentService,
         lifecycle: LifecycleService,
         extraction: Extraction,
+        scrubber: Scrubber,
     ) -> None:
         self._store = store
         self._clock = clock
         self._envs = environments
         self._lifecycle = lifecycle
         self._extraction = extraction
+        self._scrubber = scrubber
 
     # -- reading -------------------------------------------------------------------------------
     def read(
@@ -110,7 +113,8 @@ class ImportService:
     def preview(
         self, bundle: Bundle, actor: Actor, environment: str | None = None, *, file: str = ""
     ) -> ImportPreview:
-        """What committing ``bundle`` would store, and how much of it is already stored."""
+        """What committing ``bundle`` would store, and how much of it is already stored; its
+        sample is the export's own text, so it is scrubbed as what is stored would be."""
         target = self._envs.resolve(environment, actor, Role.WRITER)
         envs = self._known_envs(bundle, actor, target)
         dup = Counter[str]()
@@ -129,7 +133,7 @@ class ImportService:
             env = envs.get(env_name)
             if env is not None:
                 dup["memories"] += len(self._store.imports.seen(env.id, [m.key for m in mems]))
-        return ImportPreview(
+        shown = ImportPreview(
             file=file,
             environment=target.name,
             formats=bundle.formats,
@@ -145,6 +149,7 @@ class ImportService:
             ],
             skipped_total=len(bundle.skipped),
         )
+        return scrub_value(self._scrubber, shown)[0]
 
     def _stored_messages(self, env: Environment, conv: ImportedConversation, actor: Actor) -> int:
         # imported conversation ids are the importer's own (caller ids are scoped per user)
