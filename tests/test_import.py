@@ -293,3 +293,31 @@ def test_cli_preview_shows_the_sample_scrubbed(
         out = capsys.readouterr().out
         assert "My deploy token is" in out and "REDACTED" in out
         assert secret.tail not in out
+
+
+def test_cli_export_to_a_place_it_cannot_write_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    home = str(tmp_path / "h")
+    assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
+    (tmp_path / "a-file.md").write_text("x")
+    (tmp_path / "a-folder.json").mkdir()
+    cases = [
+        (["export", str(tmp_path / "missing" / "x.json")], "does not exist"),
+        (["export", str(tmp_path / "missing" / "a.zip"), "--archive"], "does not exist"),
+        (["export", str(tmp_path / "a-file.md"), "--format", "vault"], "not a folder"),
+        (["export", str(tmp_path / "a-folder.json")], "it is a folder"),
+    ]
+    for args, why in cases:
+        assert main(["--home", home, *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("error: cannot write") and why in err and "Traceback" not in err
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "missing").exists()
+    # any other failure of the file system: one line, exit code 1
+    if Path("/dev/full").exists():
+        assert main(["--home", home, "export", "/dev/full", "--format", "json"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and "No space left" in err

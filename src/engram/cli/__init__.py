@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         typer.echo("aborted", err=True)
         return 1
+    except OSError as exc:  # a file the command reads or writes: which, and why
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(f"error: {where}{exc.strerror or exc}", err=True)
+        return 1
     except KeyboardInterrupt:
         return 130
     except typer.Exit as exc:

@@ -158,6 +158,8 @@ def export(
     """Export memories, conversations or the Soul as documents, or everything as an archive
     (a zip of JSON Lines with a manifest of per-collection SHA-256 checksums; see the README).
     """
+    if str(output) != "-":
+        _writable(output, folder=fmt == "vault")
     if fmt == "vault":
         with service(ctx) as (engram, st):
             target = st.current_environment(env) if env else None
@@ -192,6 +194,17 @@ def export(
         return
     output.write_bytes(data)
     console.print(f"wrote {output} ({len(data)} bytes)")
+
+
+def _writable(output: Path, *, folder: bool) -> None:
+    """Refuse an output the export could not be written to, before anything is read."""
+    parent = output.parent
+    if not parent.is_dir():
+        raise InvalidInput(f"cannot write {output}: the folder {parent} does not exist")
+    if folder and output.exists() and not output.is_dir():
+        raise InvalidInput(f"cannot write a vault into {output}: it is a file, not a folder")
+    if not folder and output.is_dir():
+        raise InvalidInput(f"cannot write {output}: it is a folder; name a file")
 
 
 _FORMATS = {".json": "json", ".md": "markdown", ".xlsx": "xlsx", ".docx": "docx", ".pdf": "pdf"}
