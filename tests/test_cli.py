@@ -191,3 +191,24 @@ def test_a_long_path_is_printed_whole_on_a_narrow_console(
     assert main(["--home", str(home), "import", str(missing)]) != 0
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and str(missing) in err
+
+
+def test_handoff_list_keeps_the_id_whole_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The id printed is the one `handoff show` and `accept` take: never cut to an ellipsis."""
+    from engram.cli.common import console
+
+    monkeypatch.setattr(console, "_width", 80)
+    home = str(tmp_path / "home")
+    assert main(["--home", home, "handoff", "list"]) == 0
+    assert capsys.readouterr().out.strip() == "no handoffs (open)"
+    cwd = str(tmp_path / ("a-long-working-directory-" * 3))
+    summary = "Moved the upload retries behind a flag; the flaky test still fails on CI " * 2
+    assert main(["--home", home, "handoff", "begin", summary, "--cwd", cwd, "--json"]) == 0
+    handoff_id = json.loads(capsys.readouterr().out)["id"]
+    assert main(["--home", home, "handoff", "list"]) == 0
+    out = capsys.readouterr().out
+    assert any(handoff_id in line for line in out.splitlines()), out
+    assert "Moved the upload retries" in out
+    assert main(["--home", home, "handoff", "show", handoff_id]) == 0

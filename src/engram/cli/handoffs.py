@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service, short
+from engram.cli.tables import memory_table
 from engram.handoffs import Handoff, HandoffState
 from engram.service.handoffs import render
 
@@ -92,19 +92,22 @@ def list_(
     if as_json:
         emit_json(found)
         return
-    table = Table(title="Handoffs")
-    for col in ("id", "state", "from", "left", "where", "summary"):
-        table.add_column(col, overflow="fold" if col == "summary" else "ellipsis")
-    for h in found:
-        kind = "auto" if h.automatic else "manual"
-        table.add_row(
-            h.id,
-            h.state.value,
-            f"{h.from_agent} ({kind})",
-            f"{h.created_at:%Y-%m-%d %H:%M}",
-            h.cwd,
-            short(h.summary, 60),
-        )
+    if not found:
+        console.print(f"no handoffs ({', '.join(s.value for s in state or [HandoffState.OPEN])})")
+        return
+    rows = [
+        {
+            "id": h.id,
+            "state": h.state.value,
+            "from": f"{h.from_agent} ({'auto' if h.automatic else 'manual'})",
+            "left": f"{h.created_at:%Y-%m-%d %H:%M}",
+            "where": h.cwd,
+            "summary": short(h.summary, 60),
+        }
+        for h in found
+    ]
+    wide = ("id", "state", "from", "left", "where", "summary")
+    table = memory_table(rows, wide, ("id", "state", "summary"), title="Handoffs", fold="summary")
     console.print(table)
 
 

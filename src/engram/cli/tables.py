@@ -21,15 +21,15 @@ def memory_table(
     narrow: Sequence[str],
     *,
     title: str | None = None,
+    fold: str = "content",
 ) -> Table:
     """A table of ``rows`` (each a value by column) with the ``wide`` columns, or the
-    ``narrow`` ones on a console narrower than ``WIDE_FROM``."""
+    ``narrow`` ones on a console narrower than ``WIDE_FROM``; the ``fold`` column folds, the
+    id stays on one line, the others are cut with an ellipsis."""
     cols = wide if console.width >= WIDE_FROM else narrow
     table = Table(title=title, show_lines=False)
     for col in cols:
-        table.add_column(
-            col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col == "id"
-        )
+        table.add_column(col, overflow="fold" if col == fold else "ellipsis", no_wrap=col == "id")
     for row in rows:
         table.add_row(*(row[c] for c in cols))
     return table
