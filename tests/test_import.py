@@ -321,3 +321,20 @@ def test_cli_export_to_a_place_it_cannot_write_says_so_in_one_line(
         assert main(["--home", home, "export", "/dev/full", "--format", "json"]) == 1
         err = capsys.readouterr().err
         assert err.startswith("error: ") and "No space left" in err
+
+
+def test_claude_memory_summaries_lose_their_markdown_emphasis() -> None:
+    """Claude writes its memory summary in Markdown: '**Work**: ...' is stored 'Work: ...',
+    not 'Work**: ...'; underscores of code and arithmetic stars are kept."""
+    from engram.portability.claude import summary_lines
+
+    summary = (
+        "**Work**: the user is a backend developer in Lyon.\n"
+        "- *Prefers* pnpm over npm, and **tmux**\n"
+        "- Keeps `__init__` files and my_var_name; 2*3*4 is 24\n"
+    )
+    assert summary_lines(summary) == [
+        "Work: the user is a backend developer in Lyon.",
+        "Prefers pnpm over npm, and tmux",
+        "Keeps `__init__` files and my_var_name; 2*3*4 is 24",
+    ]

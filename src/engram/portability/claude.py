@@ -219,6 +219,14 @@ def parse_memories(entry: Entry, value: Any, projects: dict[str, str]) -> Bundle
 
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])")
+
+
+def _plain(line: str) -> str:
+    """A line without Markdown's asterisk bold and italic markers (``**Work**:`` is ``Work:``);
+    underscores are left alone (``__init__``, snake_case)."""
+    return _EMPHASIS.sub(r"\1", _STRONG.sub(r"\1", line)).strip()
 
 
 def summary_lines(markdown: str) -> list[str]:
@@ -243,4 +251,4 @@ def summary_lines(markdown: str) -> list[str]:
         else:
             paragraph.append(line)
     flush()
-    return [s for s in (x.strip().strip("*").strip() for x in out) if len(s) > 3]
+    return [s for s in (_plain(x) for x in out) if len(s) > 3]
