@@ -17,7 +17,7 @@ import pypdf
 import pytest
 
 from engram import LOCAL, Engram
-from engram.errors import Conflict, InvalidInput
+from engram.errors import Conflict, InvalidInput, NotFound
 from engram.models import Layer, MemoryFilter, MemoryPatch, NewMemory, Status
 from engram.portability.reading import read_input
 from engram.store.providers import ProviderRecord
@@ -193,3 +193,17 @@ def test_account_archive_holds_only_that_account(engram: Engram, tmp_path: Path)
     data = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL, account="local")))
     envs = [json.loads(line) for line in data.read("environments.jsonl").splitlines()]
     assert {e["owner"] for e in envs} == {"local"}
+
+
+def test_an_account_archive_names_the_account_by_id_or_name(engram: Engram, tmp_path: Path) -> None:
+    """`engram init` says 'sign in as root' and `users list` shows the name: the name works
+    for --account as the id does."""
+    _seed(engram, tmp_path)
+    owner, _ = engram.accounts.ensure_owner("root")
+    by_id = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL, account=owner.id)))
+    by_name = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL, account="root")))
+    for name in ("environments.jsonl", "memories.jsonl"):
+        assert by_name.read(name) == by_id.read(name) and by_id.read(name)
+    assert json.loads(by_name.read("manifest.json"))["scope"] == f"account:{owner.id}"
+    with pytest.raises(NotFound):
+        engram.archive.export(LOCAL, account="nobody")

@@ -151,7 +151,9 @@ def export(
     ] = False,
     account: Annotated[
         str | None,
-        typer.Option("--account", help="Archive of one user's data across environments."),
+        typer.Option(
+            "--account", help="Archive of one user's data across environments (their id or name)."
+        ),
     ] = None,
     vectors: Annotated[bool, typer.Option("--vectors", help="Archive: include vectors.")] = False,
 ) -> None:

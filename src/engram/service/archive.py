@@ -140,7 +140,11 @@ class ArchiveService:
 
     def export(self, actor: Actor, *, account: str | None = None, vectors: bool = False) -> bytes:
         """The archive as zip bytes. The whole home is the local owner's; an account's own
-        archive is theirs (or the local owner's, on their behalf)."""
+        archive is theirs (or the local owner's, on their behalf). ``account`` is a user's id
+        or, failing that, their name."""
+        if account is not None:
+            user = self._store.accounts.get_user(account) or self._store.accounts.find_user(account)
+            account = user.id if user is not None else account
         if account is None and actor.interface != "local":
             raise PermissionDenied("only the local owner can export the whole home")
         if account is not None and actor.interface != "local" and actor.user_id != account:
