@@ -207,3 +207,39 @@ def test_an_account_archive_names_the_account_by_id_or_name(engram: Engram, tmp_
     assert json.loads(by_name.read("manifest.json"))["scope"] == f"account:{owner.id}"
     with pytest.raises(NotFound):
         engram.archive.export(LOCAL, account="nobody")
+
+
+def test_restoring_into_an_initialised_home_says_what_to_do_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`engram init` makes a 'default' environment of its own: the archive's 'default' cannot
+    join it. Refused in one line that says how to restore, --force names the clash, and
+    neither writes anything (before: a raw UNIQUE constraint error after the users had been
+    written)."""
+    from engram.cli import main
+
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    assert main(["--home", src, "init"]) == 0
+    assert main(["--home", src, "add", "Prefers pnpm over npm"]) == 0
+    archive = str(tmp_path / "all.zip")
+    assert main(["--home", src, "export", archive, "--archive"]) == 0
+    assert main(["--home", dst, "init"]) == 0
+    assert main(["--home", dst, "export", str(tmp_path / "before.zip"), "--archive"]) == 0
+    capsys.readouterr()
+    assert main(["--home", dst, "import", archive]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "not empty (1 environment, 0 memories)" in err and "--home NEW_DIR" in err
+    assert "--force" in err and len(err.splitlines()) == 1
+    assert main(["--home", dst, "import", archive, "--force"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "'default' of local exists here with another id: nothing restored" in err
+    assert "UNIQUE" not in err
+    assert main(["--home", dst, "export", str(tmp_path / "after.zip"), "--archive"]) == 0
+    before = zipfile.ZipFile(tmp_path / "before.zip")
+    after = zipfile.ZipFile(tmp_path / "after.zip")
+    for name in before.namelist():
+        if name != "manifest.json":
+            assert before.read(name) == after.read(name), name
+    # a home never initialised takes it whole
+    assert main(["--home", str(tmp_path / "new"), "import", archive]) == 0
+    assert "restored and verified" in capsys.readouterr().out

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from engram.actors import Actor
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service
-from engram.errors import InvalidInput, MissingDependency, StorageError
+from engram.errors import Conflict, InvalidInput, MissingDependency, StorageError
 from engram.models import Layer, MemoryFilter, Status
 from engram.portability.archive import read as read_archive
 from engram.portability.bundle import from_iso
@@ -102,17 +102,28 @@ def _restore(
         manifest, _ = read_archive(entries)
         emit_json(manifest) if as_json else console.print_json(data=manifest)
         return
-    report = engram.archive.restore(entries, actor, force=force)
+    try:
+        report = engram.archive.restore(entries, actor, force=force)
+    except Conflict as exc:
+        if "memories" not in exc.details:  # not the refusal of a non-empty home
+            raise
+        raise Conflict(
+            f"{exc.message} (`engram --home NEW_DIR import ARCHIVE` makes one: no `engram init` "
+            "before it; --force adds the archive to this home, keeping what exists)",
+            **exc.details,
+        ) from None
     if as_json:
         emit_json({"counts": report.counts, "checks": report.checks})
         return
+    # with --force the home may hold more than the archive: a collection then differs
+    mismatch = "differs (kept what existed)" if force else "MISMATCH"
     for name, count in report.counts.items():
-        mark = "ok" if report.checks.get(name) else "MISMATCH"
+        mark = "ok" if report.checks.get(name) else mismatch
         console.print(f"{name:<16} {count:>8}  {mark}")
     bad = [n for n, ok in report.checks.items() if not ok]
-    if bad:
+    if bad and not force:
         raise StorageError(f"the restored home differs from the archive in: {', '.join(bad)}")
-    console.print("restored and verified")
+    console.print("restored and verified" if not bad else "restored beside what this home held")
 
 
 def export(

@@ -201,8 +201,30 @@ class ArchiveService:
         if actor.interface != "local":
             raise PermissionDenied("only the local owner can restore an archive")
         manifest, records = archive.read(entries)
-        if not force and (self._store.list_environments() or self._store.accounts.list_users()):
-            raise Conflict("this home is not empty; restore an archive into an empty one")
+        held = self._store.list_environments()
+        if not force and (held or self._store.accounts.list_users()):
+            memories = self._store.count(MemoryFilter(statuses=list(Status)))
+            raise Conflict(
+                f"this home is not empty ({len(held)} environment{'' if len(held) == 1 else 's'}, "
+                f"{memories} memories); "
+                "restore an archive into a home that was never initialised",
+                environments=len(held),
+                memories=memories,
+            )
+        # --force keeps what exists: an archive environment may not take the name its owner
+        # already gives another one here (checked before anything is written)
+        by_name = {(e.owner, e.name): e.id for e in held}
+        clashes = sorted(
+            f"{r['name']!r} of {r['owner']}"
+            for r in records.get("environments", [])
+            if by_name.get((r.get("owner"), r.get("name")), r.get("id")) != r.get("id")
+        )
+        if clashes:
+            raise Conflict(
+                f"environment {', '.join(clashes)} exists here with another id: nothing restored; "
+                "restore the archive into a home that was never initialised",
+                environments=clashes,
+            )
         vectors = bool(records.get("vectors"))
         writers: list[tuple[str, Callable[[list[Any]], None]]] = [
             ("users", self._put_users),
