@@ -18,7 +18,15 @@ import pytest
 
 from engram import LOCAL, Engram
 from engram.errors import Conflict, InvalidInput, NotFound
-from engram.models import Layer, MemoryFilter, MemoryPatch, NewMemory, Status
+from engram.models import (
+    EpisodeDetails,
+    Layer,
+    MemoryFilter,
+    MemoryPatch,
+    NewMemory,
+    ProcedureDetails,
+    Status,
+)
 from engram.portability.reading import read_input
 from engram.store.providers import ProviderRecord
 from engram.store.sqlite import SQLiteStore
@@ -243,3 +251,47 @@ def test_restoring_into_an_initialised_home_says_what_to_do_and_writes_nothing(
     # a home never initialised takes it whole
     assert main(["--home", str(tmp_path / "new"), "import", archive]) == 0
     assert "restored and verified" in capsys.readouterr().out
+
+
+def test_document_exports_keep_procedure_and_episode_details(engram: Engram) -> None:
+    """A procedure is its steps and an episode its decisions: Markdown, DOCX and PDF print
+    them under the memory (they printed only the content)."""
+    engram.memories.add(
+        NewMemory(
+            layer=Layer.PROCEDURE,
+            content="Cut a release",
+            procedure=ProcedureDetails(
+                name="release", trigger="before tagging", steps=["bump version", "tag", "push"]
+            ),
+        ),
+        LOCAL,
+    )
+    engram.memories.add(
+        NewMemory(
+            layer=Layer.EPISODE,
+            content="Debugged the flaky upload test",
+            episode=EpisodeDetails(
+                participants=["Ana", "Claude Code"],
+                key_decisions=["retry uploads twice"],
+                open_questions=["why only on CI?"],
+            ),
+        ),
+        LOCAL,
+    )
+    md = engram.exports.memories("markdown", LOCAL).decode()
+    docx_text = "\n".join(
+        p.text for p in docx.Document(io.BytesIO(engram.exports.memories("docx", LOCAL))).paragraphs
+    )
+    pdf = pypdf.PdfReader(io.BytesIO(engram.exports.memories("pdf", LOCAL)))
+    pdf_text = " ".join(page.extract_text() for page in pdf.pages)
+    for text in (md, docx_text, pdf_text):
+        for expected in (
+            "procedure: release",
+            "when: before tagging",
+            "1. bump version",
+            "3. push",
+            "participants: Ana; Claude Code",
+            "decisions: retry uploads twice",
+            "open questions: why only on CI?",
+        ):
+            assert expected in " ".join(text.split()), (expected, text)

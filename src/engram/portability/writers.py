@@ -74,6 +74,31 @@ def _day(memory: Memory) -> str:
     return memory.created_at.date().isoformat()
 
 
+def details(memory: Memory) -> list[str]:
+    """What a procedure or an episode holds beyond its content, a line each (none for a
+    fact): the document exports print them under the memory, as JSON and XLSX keep them."""
+    out: list[str] = []
+    if (proc := memory.procedure) is not None:
+        out.append(f"procedure: {proc.name}")
+        if proc.trigger:
+            out.append(f"when: {proc.trigger}")
+        out += [f"{i}. {step}" for i, step in enumerate(proc.steps, start=1)]
+    if (ep := memory.episode) is not None:
+        if ep.period_start or ep.period_end:
+            span = " – ".join(
+                t.isoformat(timespec="minutes") for t in (ep.period_start, ep.period_end) if t
+            )
+            out.append(f"period: {span}")
+        for label, items in (
+            ("participants", ep.participants),
+            ("decisions", ep.key_decisions),
+            ("open questions", ep.open_questions),
+        ):
+            if items:
+                out.append(f"{label}: {'; '.join(items)}")
+    return out
+
+
 # -- memories ---------------------------------------------------------------------------------
 MEMORIES_JSON_KEYS = frozenset({"environments", "memories"})
 """The top-level keys of :func:`memories_json` (import tells such a file by them)."""
@@ -107,6 +132,7 @@ def memories_markdown(data: MemoryExport) -> bytes:
         for m in items:
             tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
             lines.append(f"- {m.content.replace(chr(10), ' ')}")
+            lines += [f"  - {line}" for line in details(m)]
             lines.append(f"  *{_day(m)} · {m.category} · importance {m.importance:.2f}{tags}*")
         lines.append("")
     return "\n".join(lines).encode()
@@ -156,6 +182,8 @@ def memories_docx(data: MemoryExport) -> bytes:
             p = doc.add_paragraph(m.content, style="List Bullet")
             run = p.add_run(f"  ({_day(m)} · {m.category})")
             run.italic = True
+            for line in details(m):
+                doc.add_paragraph(line, style="List Bullet 2")
     out = io.BytesIO()
     doc.save(out)
     return out.getvalue()
@@ -206,6 +234,8 @@ def memories_pdf(data: MemoryExport) -> bytes:
         pdf.heading(f"{layer.value.capitalize()}s", 12)
         for m in items:
             pdf.para(f"- {m.content}")
+            for line in details(m):
+                pdf.para(f"    {line}", 9)
             pdf.para(f"    {_day(m)} · {m.category} · importance {m.importance:.2f}", 8)
     return pdf.bytes()
 
