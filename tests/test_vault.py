@@ -18,7 +18,15 @@ from engram import LOCAL, Engram, Settings
 from engram.cli import main
 from engram.extraction.conversation import NewConversation, NewMessage, Speaker
 from engram.extraction.results import ConversationInput
-from engram.models import Layer, MemoryFilter, MemoryPatch, NewMemory, Status
+from engram.models import (
+    EpisodeDetails,
+    Layer,
+    MemoryFilter,
+    MemoryPatch,
+    NewMemory,
+    ProcedureDetails,
+    Status,
+)
 from engram.portability import vault as fmt
 
 
@@ -185,3 +193,55 @@ def test_cli_export_sync_and_watch(capsys: pytest.CaptureFixture[str], tmp_path:
 def _content(home: Path, memory_id: str) -> str:
     with Engram.open(Settings.load(home)) as local:
         return local.memories.get(memory_id, LOCAL).content
+
+
+def test_procedures_and_episodes_keep_their_details_both_ways(
+    engram: Engram, tmp_path: Path
+) -> None:
+    """A procedure's file holds its name, trigger and steps, an episode's its participants,
+    decisions and questions; a hand-written procedure with a name is created, an edited step
+    reaches Engram, and a sync with nothing changed changes nothing."""
+    release = engram.memories.add(
+        NewMemory(
+            layer=Layer.PROCEDURE,
+            content="Cut a release",
+            procedure=ProcedureDetails(name="release", steps=["bump version", "tag", "push"]),
+        ),
+        LOCAL,
+    )
+    session = engram.memories.add(
+        NewMemory(
+            layer=Layer.EPISODE,
+            content="Debugged the flaky upload test",
+            episode=EpisodeDetails(participants=["Ana"], key_decisions=["retry uploads twice"]),
+        ),
+        LOCAL,
+    )
+    vault = tmp_path / "vault"
+    engram.vault.export(vault, LOCAL)
+    proc_file = vault / f"default/procedures/{release.id}.md"
+    text = proc_file.read_text()
+    assert 'name: "release"' in text and 'steps: ["bump version", "tag", "push"]' in text
+    ep_text = (vault / f"default/episodes/{session.id}.md").read_text()
+    assert (
+        'participants: ["Ana"]' in ep_text and 'key_decisions: ["retry uploads twice"]' in ep_text
+    )
+    assert not any(engram.vault.sync(vault, LOCAL).as_dict().values())
+    proc_file.write_text(text.replace('"tag", "push"', '"tag", "push", "announce"'))
+    (vault / "default/procedures/deploy.md").write_text(
+        '---\nname: deploy\ntrigger: "after a release"\nsteps: [build, upload]\n---\n'
+        "Deploy to production\n"
+    )
+    report = engram.vault.sync(vault, LOCAL)
+    assert report.updated == [release.id] and len(report.created) == 1, report
+    assert report.errors == []
+    edited = engram.memories.get(release.id, LOCAL).procedure
+    assert edited is not None and edited.steps == ["bump version", "tag", "push", "announce"]
+    made = engram.memories.get(report.created[0], LOCAL)
+    assert made.layer is Layer.PROCEDURE and made.procedure is not None
+    assert (made.procedure.name, made.procedure.trigger, made.procedure.steps) == (
+        "deploy",
+        "after a release",
+        ["build", "upload"],
+    )
+    assert not any(engram.vault.sync(vault, LOCAL).as_dict().values())

@@ -29,6 +29,11 @@ A memory file::
     ## Related
     - [[mem_…|the episode it came from]]
 
+A procedure's file also has ``name``, ``trigger`` and ``steps`` (a list), an episode's
+``participants``, ``key_decisions`` and ``open_questions`` (lists) and, when known,
+``period_start`` / ``period_end``; sync reads them too, so a hand-written file under
+``procedures/`` with a ``name:`` line is a new procedure.
+
 Every front-matter value is JSON (so valid YAML); a hand-written plain value (``tags: [a, b]``,
 ``category: tools``) is read too. The file name is the id, so it never changes; the wikilink's
 alias shows the other memory's opening words. Sync reads the text (everything after the front
@@ -44,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.errors import InvalidInput
-from engram.models import Memory
+from engram.models import Layer, Memory
 
 STATE_FILE = ".engram-vault.json"
 INDEX = "index.md"
@@ -84,12 +89,41 @@ def render(memory: Memory, related: list[Memory]) -> str:
     ]
     if memory.thread:
         fields.append(("thread", memory.thread))
+    fields += detail_fields(memory)
     head = "\n".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in fields)
     out = f"{_FENCE}\n{head}\n{_FENCE}\n{memory.content.strip()}\n"
     if related:
         links = "\n".join(f"- [[{r.id}|{title(r)}]]" for r in related)
         out += f"\n{RELATED}\n{links}\n"
     return out
+
+
+PROCEDURE_FIELDS = ("name", "trigger", "steps")
+EPISODE_FIELDS = ("participants", "key_decisions", "open_questions", "period_start", "period_end")
+
+
+def detail_fields(memory: Memory) -> list[tuple[str, Any]]:
+    """A procedure's or an episode's details as front-matter fields (none for a fact)."""
+    if memory.procedure is not None:
+        return [(k, getattr(memory.procedure, k)) for k in PROCEDURE_FIELDS]
+    if memory.episode is not None:
+        ep = memory.episode.model_dump(mode="json", include=set(EPISODE_FIELDS))
+        return [(k, ep[k]) for k in EPISODE_FIELDS if ep[k] is not None]
+    return []
+
+
+def details(layer: Layer, fields: dict[str, Any], memory: Memory | None = None) -> dict[str, Any]:
+    """The ``procedure`` or ``episode`` a file's fields give a memory of ``layer`` (over
+    ``memory``'s own): empty when the file names none of them."""
+    names = PROCEDURE_FIELDS if layer is Layer.PROCEDURE else EPISODE_FIELDS
+    given = {k: fields[k] for k in names if k in fields}
+    if not given or layer is Layer.FACT:
+        return {}
+    key = "procedure" if layer is Layer.PROCEDURE else "episode"
+    old = getattr(memory, key, None) if memory is not None else None
+    base = old.model_dump(mode="json") if old is not None else {}
+    merged = {**base, **{k: v for k, v in given.items() if v is not None or k in base}}
+    return {} if merged == base else {key: merged}
 
 
 @dataclass(frozen=True)

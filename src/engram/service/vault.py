@@ -227,7 +227,8 @@ class VaultService:
                 report.errors.append(f"{rel}: empty; left as it is")
                 return
             editable = {k: parsed.fields[k] for k in fmt.EDITABLE if k in parsed.fields}
-            new = NewMemory(layer=layer, content=parsed.content, **editable)
+            extra = fmt.details(layer, parsed.fields)
+            new = NewMemory(layer=layer, content=parsed.content, **editable, **extra)
             outcome = self._lifecycle.remember(new, actor, env.id)
         except (EngramError, ValidationError, ValueError) as exc:
             report.errors.append(f"{rel}: {_message(exc)}; left as it is")
@@ -246,6 +247,7 @@ def _patch(parsed: fmt.VaultFile, memory: Memory) -> MemoryPatch | None:
             changes[key] = parsed.fields[key]
     if "tags" in changes and list(changes["tags"] or []) == list(memory.tags):
         del changes["tags"]
+    changes.update(fmt.details(memory.layer, parsed.fields, memory))
     return MemoryPatch(**changes) if changes else None
 
 
