@@ -212,3 +212,20 @@ def test_handoff_list_keeps_the_id_whole_at_80_columns(
     assert any(handoff_id in line for line in out.splitlines()), out
     assert "Moved the upload retries" in out
     assert main(["--home", home, "handoff", "show", handoff_id]) == 0
+
+
+def test_add_and_edit_say_what_the_scrubber_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user who pastes a key sees that it was not stored, not only under --json."""
+    home = str(tmp_path / "home")
+    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    assert main(["--home", home, "add", f"The deploy user's key is {key}", "--exact"]) == 0
+    out = capsys.readouterr().out
+    assert "stored fact" in out and "redacted before storing: 1 aws_access_key" in out
+    memory_id = out.split("stored fact ")[1].split()[0]
+    assert main(["--home", home, "edit", memory_id, "--content", f"Key {key} and {key}"]) == 0
+    out = capsys.readouterr().out
+    assert "redacted before storing: 2 aws_access_key" in out and key not in out
+    assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
+    assert "redacted" not in capsys.readouterr().out

@@ -135,6 +135,13 @@ def add(
         )
     else:
         console.print(f"stored {kind} [bold]{out.memory.id}[/bold]")
+    if out.redactions:
+        console.print(f"redacted before storing: {redacted(out.redactions)}")
+
+
+def redacted(counts: dict[str, int]) -> str:
+    """What the scrubber removed, by kind: '1 aws_access_key, 2 github_token'."""
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
 
 
 def list_(
@@ -231,6 +238,8 @@ def edit(
         emit_json(memory)
     else:
         console.print(f"updated {memory.id} (version {memory.version})")
+        if memory.redactions:
+            console.print(f"redacted before storing: {redacted(memory.redactions)}")
 
 
 def delete(
