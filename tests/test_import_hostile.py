@@ -22,6 +22,7 @@ def _refused(engram: Engram, path: Path, match: str) -> None:
     with pytest.raises(InvalidInput, match=match) as err:
         engram.imports.read(path)
     assert str(path) in err.value.message
+    assert f"{path.name}: {path.name}:" not in err.value.message  # a plain file named once
     assert engram.store.count(MemoryFilter()) == before
 
 
@@ -73,7 +74,7 @@ def test_invalid_utf8(engram: Engram, tmp_path: Path) -> None:
 def test_deep_nesting(engram: Engram, tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    _refused(engram, path, r"deep\.json: deep\.json: JSON nested too deeply")
+    _refused(engram, path, r"deep\.json: JSON nested too deeply")
 
 
 def test_truncated_json(engram: Engram, tmp_path: Path) -> None:

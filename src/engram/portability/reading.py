@@ -52,7 +52,10 @@ class Entry:
         return PurePosixPath(self.name.rsplit("!", 1)[-1]).name
 
     def fail(self, reason: str) -> InvalidInput:
-        return InvalidInput(f"{self.file}: {self.name}: {reason}", file=self.file, entry=self.name)
+        # a plain file is its own one entry: named once ('a.json: ...', not 'a.json: a.json: ...')
+        alone = self.name == Path(self.file).name
+        where = self.file if alone else f"{self.file}: {self.name}"
+        return InvalidInput(f"{where}: {reason}", file=self.file, entry=self.name)
 
 
 class _Budget:
