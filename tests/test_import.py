@@ -316,6 +316,9 @@ def test_cli_export_to_a_place_it_cannot_write_says_so_in_one_line(
         assert err.startswith("error: cannot write") and why in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "missing").exists()
+    # Markdown by either suffix
+    assert main(["--home", home, "export", str(tmp_path / "m.markdown")]) == 0
+    assert (tmp_path / "m.markdown").read_text().startswith("# Memories")
     # any other failure of the file system: one line, exit code 1
     if Path("/dev/full").exists():
         assert main(["--home", home, "export", "/dev/full", "--format", "json"]) == 1

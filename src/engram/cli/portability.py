@@ -220,7 +220,14 @@ def _writable(output: Path, *, folder: bool) -> None:
         raise InvalidInput(f"cannot write {output}: it is a folder; name a file")
 
 
-_FORMATS = {".json": "json", ".md": "markdown", ".xlsx": "xlsx", ".docx": "docx", ".pdf": "pdf"}
+_FORMATS = {
+    ".json": "json",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".xlsx": "xlsx",
+    ".docx": "docx",
+    ".pdf": "pdf",
+}
 
 
 def _date(value: str | None, option: str) -> datetime | None:
