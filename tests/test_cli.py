@@ -146,10 +146,14 @@ def test_entry_point_runs_without_traceback(tmp_path: Path) -> None:
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """One line, as every other error: what is wrong, and which --help to read."""
     code, _, err = run(capsys, "add")
-    assert code == 2 and "Missing argument" in err
+    assert code == 2
+    assert err.strip() == "error: Missing argument 'content' (see 'engram add --help')"
     code, _, err = run(capsys, "list", "--bogus")
-    assert code == 2 and "No such option" in err
+    assert code == 2 and err.strip() == "error: No such option: --bogus (see 'engram list --help')"
+    code, _, err = run(capsys, "handoff", "accept")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "handoff accept --help" in err
 
 
 def test_a_long_path_is_printed_whole_on_a_narrow_console(

@@ -182,9 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:  # usage errors: unknown option, missing argument...
-        exc_show = getattr(exc, "show", None)
-        if callable(exc_show):
-            exc_show()
+        message = getattr(exc, "format_message", None)
+        ctx = getattr(exc, "ctx", None)
+        if callable(message):  # one line, as every other error: what, and where to look
+            where = getattr(ctx, "command_path", None) or "engram"
+            typer.echo(f"error: {str(message()).rstrip('.')} (see '{where} --help')", err=True)
+        else:
+            exc_show = getattr(exc, "show", None)
+            if callable(exc_show):
+                exc_show()
         return int(getattr(exc, "exit_code", 2))
     return code if isinstance(code, int) else 0
 
