@@ -188,6 +188,11 @@ def test_undecodable_bodies_are_422(live: Live) -> None:
         b'{"content": ',  # not JSON
     ):
         refused(*wire.send("POST", "/api/v1/facts", body))
+    # said as such, not as a field named after a character offset ('body.16: JSON decode error')
+    refused(
+        *wire.send("POST", "/api/v1/facts", b'{"content": "ok",, }'),
+        names="the request body is not valid JSON (at character 17",
+    )
     assert wire.same_connection
     spec = openapi(live)
     assert "400" not in spec["paths"]["/api/v1/facts"]["post"]["responses"]

@@ -109,8 +109,18 @@ def _validation_details(errors: Any) -> tuple[str, dict[str, Any]]:
         }
         for e in errors
     ]
-    message = "; ".join(f"{'.'.join(e['loc']) or 'input'}: {e['msg']}" for e in plain)
+    message = "; ".join(_where_what(e, raw) for e, raw in zip(plain, errors, strict=True))
     return message or "invalid input", {"errors": plain}
+
+
+def _where_what(error: dict[str, Any], raw: Any) -> str:
+    """One error as 'where: what'. A body that is not JSON says so and where it broke (its
+    location is the body and a character offset, which read like a field: 'body.16')."""
+    if error["type"] == "json_invalid":
+        at = error["loc"][1] if len(error["loc"]) > 1 else "?"
+        why = (raw.get("ctx") or {}).get("error") if isinstance(raw, dict) else None
+        return f"the request body is not valid JSON (at character {at}{f': {why}' if why else ''})"
+    return f"{'.'.join(error['loc']) or 'input'}: {error['msg']}"
 
 
 async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
