@@ -3,6 +3,7 @@ archive round trip: export, restore into an empty home, export again: byte-ident
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import shutil
@@ -295,3 +296,28 @@ def test_document_exports_keep_procedure_and_episode_details(engram: Engram) -> 
             "open questions: why only on CI?",
         ):
             assert expected in " ".join(text.split()), (expected, text)
+
+
+def test_a_forced_restore_of_a_malformed_record_is_refused_naming_it(
+    engram: Engram, tmp_path: Path
+) -> None:
+    """An archive whose checksums match but whose environment line is not a record: the
+    collection is named, no traceback."""
+    _seed(engram, tmp_path)
+    source = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL)))
+    manifest = json.loads(source.read("manifest.json"))
+    info = manifest["collections"]["environments"]
+    lines = source.read(info["file"]) + b"1\n"
+    info.update(count=info["count"] + 1, sha256=hashlib.sha256(lines).hexdigest())
+    path = tmp_path / "crafted.zip"
+    with zipfile.ZipFile(path, "w") as out:
+        for name in source.namelist():
+            if name != "manifest.json":
+                out.writestr(name, lines if name == info["file"] else source.read(name))
+        out.writestr("manifest.json", json.dumps(manifest))
+    fresh = Engram(SQLiteStore(tmp_path / "fresh.db"))
+    try:
+        with pytest.raises(InvalidInput, match="archive collection 'environments'"):
+            fresh.archive.restore(read_input(path), LOCAL, force=True)
+    finally:
+        fresh.close()

@@ -213,11 +213,12 @@ class ArchiveService:
             )
         # --force keeps what exists: an archive environment may not take the name its owner
         # already gives another one here (checked before anything is written)
-        by_name = {(e.owner, e.name): e.id for e in held}
+        by_name: dict[tuple[object, object], str] = {(e.owner, e.name): e.id for e in held}
         clashes = sorted(
             f"{r['name']!r} of {r['owner']}"
             for r in records.get("environments", [])
-            if by_name.get((r.get("owner"), r.get("name")), r.get("id")) != r.get("id")
+            if isinstance(r, dict)  # a malformed record is the writers' to report
+            and by_name.get((r.get("owner"), r.get("name")), r.get("id")) != r.get("id")
         )
         if clashes:
             raise Conflict(
