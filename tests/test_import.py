@@ -129,6 +129,9 @@ def test_claude_export_projects_become_environments(
     assert bundle.formats == ["claude"]
     assert [e.name for e in bundle.environments] == ["dotfiles"]
     assert any("starter project" in s.reason for s in bundle.skipped)
+    if layout == "legacy":  # the account's own file is said to be that, not 'unknown JSON'
+        reasons = {s.entry.rsplit("/", 1)[-1]: s.reason for s in bundle.skipped}
+        assert reasons["users.json"] == "the account's details: not memories"
     conv = bundle.conversations[0]
     assert [m.content for m in conv.messages] == ["I use tabs, width 4.", "Got it."]
     preview = engram.imports.preview(bundle, LOCAL)

@@ -21,6 +21,8 @@ from engram.portability.writers import MEMORIES_JSON_KEYS
 
 ARCHIVE_FORMAT = "engram-archive"
 _TEXTUAL = (".json", ".jsonl", ".csv", ".txt", ".md", ".html", ".htm")
+_ACCOUNT_FILES = ("user.json", "users.json")
+"""The account's own details in a ChatGPT or Claude export (name, e-mail, phone)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ def _classify(entry: Entry, csv_map: Mapping[str, str] | None) -> _Parsed | Skip
     if stripped.startswith(("[", "{")):
         value = _json_or_lines(entry, text)
         kind = _json_kind(value)
+        if kind is None and entry.basename.lower() in _ACCOUNT_FILES:
+            return Skipped(entry.file, entry.name, "the account's details: not memories")
         if kind is None:
             return Skipped(entry.file, entry.name, "JSON of no export Engram knows")
         return _Parsed(entry, kind, value)
