@@ -161,3 +161,28 @@ def test_the_exact_stage_reads_vectors_by_key_before_the_tables_are_analyzed(
         assert [round(r.score, 5) for r in found if r.memory_id == ids[0]] == [1.0]
     finally:
         store.close()
+
+
+def test_the_stores_statements_run_without_parallel_workers(pg_url: str) -> None:
+    """A parallel plan pays a worker's start (about 5 ms) per statement; the planner picks one
+    from estimates (at 100k memories, before autovacuum had analyzed a bulk load, the copy's
+    refresh: 7 ms instead of 0.1, on every search). Even with parallelism made to look free,
+    the store's connections plan every statement in one backend, without JIT."""
+    store = PostgresStore(pg_url)
+    try:
+        engram = Engram(store, clock=FakeClock())
+        _add(engram, store, 500, 12)
+        with store.db.reader() as conn:
+            for cheap in ("parallel_setup_cost", "parallel_tuple_cost"):
+                conn.execute(f"SET {cheap} = 0")
+            conn.execute("SET min_parallel_table_scan_size = 0")
+            conn.execute("SET min_parallel_index_scan_size = 0")
+            plan = "\n".join(
+                r[0] for r in conn.execute("EXPLAIN SELECT count(*) FROM memories").fetchall()
+            )
+            jit = conn.execute("SHOW jit").fetchone()
+            conn.execute("RESET ALL")
+        assert "Gather" not in plan and "Parallel" not in plan, plan
+        assert jit is not None and jit[0] == "off"
+    finally:
+        store.close()

@@ -82,6 +82,15 @@ def retried(method: Callable[P, T]) -> Callable[P, T]:
     return wrapper
 
 
+SESSION = "-c TimeZone=UTC -c max_parallel_workers_per_gather=0 -c jit=off"
+"""Every session's settings: UTC timestamps; no parallel workers and no JIT compilation.
+Engram's statements read a few rows by index, and a parallel plan (chosen from estimates, e.g.
+for a table bulk-loaded since it was last analyzed) pays a worker's start, about 5 ms, per
+statement: the vector copy's refresh took 7 ms instead of 0.1 at 100k memories, and searches
+and assemblies waited on it (search p50 22-24 ms against 14-18 with workers off, the same
+database). JIT compiling a statement misestimated as costly can add tens of ms the same way."""
+
+
 def _configure(conn: Connection) -> None:
     """Each new pooled connection: the parameter types the stores send (vectors in binary)."""
     register(conn.adapters)
@@ -113,7 +122,7 @@ class PostgresDatabase:
                 max_size=max_size,
                 timeout=timeout,
                 # autocommit: transactions are explicit (tx()), readers see each commit
-                kwargs={"autocommit": True, "options": "-c TimeZone=UTC"},
+                kwargs={"autocommit": True, "options": SESSION},
                 open=True,
                 name="engram",
                 configure=_configure,
