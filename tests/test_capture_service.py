@@ -15,7 +15,7 @@ import pytest
 from engram import LOCAL, Engram, NewMemory
 from engram.actors import Actor
 from engram.errors import InvalidInput, Unauthenticated
-from engram.models import Layer, MemoryFilter
+from engram.models import Layer, MemoryFilter, ProcedureDetails
 from engram.service.capture import IngestResult
 from engram.tokens import count_tokens
 from tests.conftest import FakeClock
@@ -291,3 +291,31 @@ def test_a_decision_stated_in_a_prompt_outlives_its_session_in_the_brief(
     _, block = engram.capture.session_start([ev("session_start", clock, "new")], LOCAL)
     rules = block.split("Project rules and decisions:")[1].split("\n\n")[0]
     assert f"- {said}" in rules and "Task number 0" not in block
+
+
+def test_the_brief_lists_procedures_apart_from_rules_and_decisions(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """A procedure is how the project does something, not a rule or a decision: the brief
+    gives it its own section, by name and with when it applies."""
+    _session(engram, clock, "s-1", "Fix the login bug")
+    engram.memories.add(
+        NewMemory(content="Releases are cut from main", category="rule"), LOCAL, "webapp"
+    )
+    engram.memories.add(
+        NewMemory(
+            content="tag the commit, push the tag, then publish the notes",
+            layer=Layer.PROCEDURE,
+            procedure=ProcedureDetails(name="Cut a release", trigger="a release is due"),
+        ),
+        LOCAL,
+        "webapp",
+    )
+    _, block = engram.capture.session_start([ev("session_start", clock, "new")], LOCAL)
+    rules = block.split("Project rules and decisions:\n")[1].split("\n\n")[0]
+    procedures = block.split("Project procedures:\n")[1].split("\n\n")[0]
+    assert rules == "- Releases are cut from main"
+    assert procedures == (
+        "- Cut a release: tag the commit, push the tag, then publish the notes "
+        "(when: a release is due)"
+    )

@@ -106,8 +106,12 @@ class Briefing:
         if profile:
             sections.append("The user's stated preferences:\n" + _bullets(profile))
         rules = [m for m in self._rules(env.id) if m not in profile]
-        if rules:
-            sections.append("Project rules and decisions:\n" + _bullets(rules))
+        decided = [m for m in rules if m.layer is not Layer.PROCEDURE]
+        if decided:
+            sections.append("Project rules and decisions:\n" + _bullets(decided))
+        procedures = [m for m in rules if m.layer is Layer.PROCEDURE]
+        if procedures:
+            sections.append("Project procedures:\n" + _procedures(procedures))
         if current is not None:  # per-prompt recall will not repeat them
             self._injected.setdefault(current, set()).update(m.id for m in [*profile, *rules])
         episodes = {
@@ -174,6 +178,21 @@ class Briefing:
 
 def _bullets(memories: Sequence[Memory]) -> str:
     return "\n".join(f"- {m.content}" for m in memories)
+
+
+def _procedures(memories: Sequence[Memory]) -> str:
+    """Each procedure by its name (unless its text starts with it), then when it applies."""
+    lines = []
+    for m in memories:
+        line = f"- {m.content}"
+        details = m.procedure
+        if details is not None:
+            if not m.content.casefold().startswith(details.name.casefold()):
+                line = f"- {details.name}: {m.content}"
+            if details.trigger:
+                line += f" (when: {details.trigger})"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _session_line(session: CapturedSession, episode: Memory | None) -> str:
