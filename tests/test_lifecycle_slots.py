@@ -198,6 +198,57 @@ def test_important_and_pinned_memories_need_a_strong_match(engram: Engram) -> No
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        (
+            "Lee uses postgres as the database",
+            "Lee switched from postgres to mysql as the database",
+            "Lee database",
+        ),
+        ("The user prefers pnpm over npm", "The user switched from pnpm to npm", "npm"),
+        ("Caroline prefers vim over emacs.", "Caroline switched from vim to emacs.", "emacs"),
+        ("Caroline uses vim as her editor", "Caroline switched from vim to emacs", "editor"),
+        ("Caroline lives in Porto", "Caroline moved from Porto to Lisbon", "Caroline"),
+        (
+            "Caroline prefers vim over emacs.",
+            "Caroline's editor is now emacs, Caroline switched from vim.",
+            "editor",
+        ),
+    ],
+)
+def test_a_change_from_the_old_value_to_a_new_one_supersedes_never_merges(
+    engram: Engram, old: str, new: str, query: str
+) -> None:
+    """ "switched from X to Y" names the old value first: it was read as a claim of X and
+    merged into the fact it replaces (jaccard 0.5-0.6), so context kept the stale value."""
+    first = engram.lifecycle.remember(NewMemory(content=old), LOCAL)
+    out = engram.lifecycle.remember(NewMemory(content=new), LOCAL)
+    assert out.action is WriteAction.SUPERSEDED, out.reason
+    assert out.superseded == first.memory.id
+    context = engram.context.assemble(LOCAL, query).text
+    assert new in context and old not in context
+
+
+def test_a_change_away_from_a_value_takes_it_back() -> None:
+    found = check("Caroline prefers vim over emacs.", "Caroline switched from vim.")
+    assert (found.verdict, found.rule, found.strength) == (
+        Verdict.CLEAR,
+        "negation",
+        Strength.STRONG,
+    )
+
+
+def test_a_facet_of_an_attribute_is_no_other_value_of_it(semantic_engram: Engram) -> None:
+    """ "on port 5433" says where the database listens, not which database it is (the two
+    share no word: the default model's cosine, 0.80, makes them candidates)."""
+    engram = semantic_engram
+    engram.lifecycle.remember(NewMemory(content="Our database is mysql"), LOCAL)
+    out = engram.lifecycle.remember(NewMemory(content="The staging DB is on port 5433"), LOCAL)
+    assert out.action is WriteAction.CREATED, out.reason
+    assert engram.lifecycle.reviews(LOCAL) == []
+
+
+@pytest.mark.parametrize(
     ("old", "new", "verdict"),
     [
         (ALLERGY_AND_VIM, LISBON, Verdict.DISTINCT),

@@ -5,8 +5,9 @@ job, tools, pets, preferences, decisions ...), phrased as in real notes. The str
 - ``new``: the first statement of a slot (a subject and an attribute);
 - ``bundle``: one fact stating two slots ("X is allergic to Y and X prefers A over B");
 - ``dup``: the slot's current fact again, reworded or verbatim; it should be merged;
-- ``update``: a new value for a slot. When the slot's current fact states only that slot it
-  should be superseded; when it is a bundle, the pair should go to review (never hidden);
+- ``update``: a new value for a slot ("moved to Y", "now uses Y", "switched from X to Y").
+  When the slot's current fact states only that slot it should be superseded; when it is a
+  bundle, the pair should go to review (never hidden);
 - ``noise``: one-off facts about the same subjects, many with change words ("moved", "now",
   "switched") that replace nothing.
 """
@@ -62,7 +63,12 @@ PERSON: tuple[Attr, ...] = (
         tuple(CITIES),
         0.7,
         ("{s} lives in {v}.",),
-        ("{s} moved to {v} last month.", "{s} relocated to {v}.", "{s} now lives in {v}."),
+        (
+            "{s} moved to {v} last month.",
+            "{s} relocated to {v}.",
+            "{s} now lives in {v}.",
+            "{s} moved from {o} to {v}.",
+        ),
         ("{s} lives in {v}, for the record.", "As noted, {s} lives in {v}."),
     ),
     Attr(
@@ -86,7 +92,7 @@ PERSON: tuple[Attr, ...] = (
         tuple(EDITORS),
         0.6,
         ("{s} uses {v} for coding.", "{s}'s code editor is {v}."),
-        ("{s} switched to {v}.", "{s} now uses {v} for coding."),
+        ("{s} switched to {v}.", "{s} now uses {v} for coding.", "{s} switched from {o} to {v}."),
         ("{s} uses {v} for coding, definitely.", "{s}'s code editor is {v}, as noted."),
     ),
     Attr(
@@ -163,7 +169,11 @@ PROJECT: tuple[Attr, ...] = (
         tuple(DBS),
         0.75,
         ("The {s} project uses {v} as its database.", "We decided to use {v} for {s}."),
-        ("The {s} project moved to {v}.", "The {s} project now uses {v} as its database."),
+        (
+            "The {s} project moved to {v}.",
+            "The {s} project now uses {v} as its database.",
+            "The {s} project switched from {o} to {v} as its database.",
+        ),
         ("The {s} project uses {v} as its database, as noted.",),
     ),
     Attr(
@@ -171,7 +181,7 @@ PROJECT: tuple[Attr, ...] = (
         tuple(CIS),
         0.5,
         ("The {s} project uses {v} for its ci.",),
-        ("The {s} project switched to {v} for its ci.",),
+        ("The {s} project switched to {v} for its ci.", "The {s} project moved from {o} to {v}."),
         ("The {s} project uses {v} for its ci, really.",),
     ),
     Attr(
@@ -232,9 +242,10 @@ class Item:
     """For an update: the fact that held the slot until now (a bundle should be queued)."""
 
 
-def _fill(template: str, subject: str, value: str, attr: Attr) -> str:
+def _fill(template: str, subject: str, value: str, attr: Attr, old: str = "") -> str:
+    """``old``: for an update, the value it replaces ({o}: "switched from {o} to {v}")."""
     other = next((v for v in attr.values if v != value), value)
-    return template.format(s=subject, v=value, w=other, t="")
+    return template.format(s=subject, v=value, w=other, o=old, t="")
 
 
 def hard_stream(seed: int = 11, people: int = 24, projects: int = 7) -> list[Item]:
@@ -301,7 +312,7 @@ def hard_stream(seed: int = 11, people: int = 24, projects: int = 7) -> list[Ite
             if not attr.update:
                 continue
             new_value = rng.choice([v for v in attr.values if v != value])
-            text = _fill(rng.choice(attr.update), subject, new_value, attr)
+            text = _fill(rng.choice(attr.update), subject, new_value, attr, value)
             item = Item(text, "update", {slot: new_value}, attr.importance, slot, holder)
             current[slot] = (new_value, item, attr)
             out.append(item)

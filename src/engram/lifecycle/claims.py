@@ -172,8 +172,27 @@ _PURPOSE_RE = re.compile(
 _NAMED_FOR_RE = re.compile(r"\b(?:for|of|in|on)\s+(?:the\s+)?([A-Z][\w-]*|[\w]+-[\w-]+)")
 """A name after "for": capitalised, or a hyphenated project slug."""
 _FOR_SUBJECT_RE = re.compile(r"\b(?:for|in|on)\s+(?:the|our|their|its)\s+(.+)$")
-_CLAUSE_RE = re.compile(r"\s*(?:;|,\s*and\s+|,\s*but\s+|\s+and\s+|\s+but\s+|,\s*while\s+)\s*")
+_CLAUSE_RE = re.compile(r"\s*(?:;|,\s*and\s+|,\s*but\s+|\s+and\s+|\s+but\s+|,\s*while\s+|,\s+)\s*")
 _NAME_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_FROM_TO_RE = re.compile(
+    r"\b(switched|switching|moved|moving|changed|changing|migrated|migrating|relocated|"
+    r"relocating)((?:\s+over|\s+back)?)\s+from\s+[^,;]+?\s+to\b",
+    re.IGNORECASE,
+)
+"""A change "from X to Y": what holds now is Y ("switched from postgres to mysql as the
+database" states the database is mysql)."""
+_FROM_ONLY_RE = re.compile(
+    r"\b(?:switched|moved|migrated)(?:\s+away)?\s+from\b(?!.*\bto\b)", re.IGNORECASE
+)
+"""A change away "from X" with no new value: X no longer holds ("switched from vim")."""
+
+
+def _changes_read(clause: str) -> str:
+    """``clause`` with a change read as the state it leaves: "moved from Porto to Lisbon" ->
+    "moved to Lisbon", "switched from vim" -> "no longer uses vim" (for claims only; the
+    memory's text is untouched)."""
+    clause = _FROM_TO_RE.sub(r"\1\2 to", clause)
+    return _FROM_ONLY_RE.sub("no longer uses", clause)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +427,8 @@ def claims(text: str) -> tuple[Claim, ...]:
     """The claims of ``text``, one per clause that states something. A clause with no
     subject of its own ("... and prefers vim") takes the previous clause's."""
     out: list[Claim] = []
-    for clause in clauses(text.replace("’", "'")):
+    for said in clauses(text.replace("’", "'")):
+        clause = _changes_read(said)
         low = clause.lower()
         claim = _relation_claim(clause, low) or _copula_claim(clause, low)
         if claim is None:

@@ -118,10 +118,21 @@ def _values(c: Claim) -> frozenset[str]:
     return frozenset(w for w in c.value if _is_value_token(w))
 
 
+_FACETS = frozenset(
+    """port host hostname version region url address server replica backup backups schema
+    size password user username""".split()  # noqa: SIM905
+)
+"""Values that name a facet of the attribute rather than a value of it: "the staging DB is
+on port 5433" says where the database listens, not which database it is."""
+
+
 def _compare(old: Claim, new: Claim, others: int) -> Finding:
     """Two claims on one slot (same attribute, subjects equal or nested)."""
     equal = _same_subject(old.subject, new.subject) is True
     slot = new.show() if len(new.subject) >= len(old.subject) else old.show()
+    if (old.core in _FACETS) != (new.core in _FACETS):
+        detail = f"{slot}: {old.shown} vs {new.shown}"
+        return Finding(Verdict.DISTINCT, "another facet of the attribute", detail)
     if not equal or others:
         strength = Strength.WEAK
     elif old.explicit and new.explicit:
