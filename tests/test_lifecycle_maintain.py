@@ -4,6 +4,7 @@ compaction of cold episodes, dry runs, undo, and the CLI."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,22 @@ def test_cold_episode_is_compacted_into_facts_and_undone(engram: Engram, clock: 
     assert changed[0].id == ep.id and changed[0].status is Status.ACTIVE
     assert all(status(engram, m.id) is Status.DELETED for m in made)
     assert status(engram, existing.id) is Status.ACTIVE
+
+
+def test_history_delivered_today_is_not_idle(engram: Engram, clock: FakeClock) -> None:
+    """An episode of a conversation said in 2023 and stored today keeps its own times (recency
+    is about when it was said), but it was written today: the next sweep must not take it
+    for a cold episode and archive it (it did: idle counted from the messages' times)."""
+    said = clock.now - timedelta(days=900)
+    ep = engram.memories.add(
+        NewMemory(layer=Layer.EPISODE, content=SUMMARY, importance=0.4, created_at=said), LOCAL
+    )
+    assert ep.created_at == ep.updated_at == said
+    assert ep.recorded_at is not None and abs((clock.now - ep.recorded_at).total_seconds()) < 1
+    assert engram.lifecycle.maintain(LOCAL).compacted == []
+    assert status(engram, ep.id) is Status.ACTIVE
+    clock.advance(days=60)  # untouched since it was stored: now it may go cold
+    assert [e.memory_id for e in engram.lifecycle.maintain(LOCAL).compacted] == [ep.id]
 
 
 # -- sweep, dry run ------------------------------------------------------------------------

@@ -256,6 +256,12 @@ class Memory(_Frozen):
     keyword_context: str = ""
     thread: str | None = None
     version: int = 1
+    recorded_at: datetime | None = Field(
+        default=None,
+        description="When Engram first stored it; `created_at` is when it was said or true "
+        "(they differ for delivered or imported history). Null for memories stored before "
+        "Engram kept it.",
+    )
     redactions: dict[str, int] = Field(
         default_factory=dict,
         description="Secrets the scrubber removed from this memory's text by the write that "

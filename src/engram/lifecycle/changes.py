@@ -56,6 +56,8 @@ def build(env_id: str, new: NewMemory, actor: Actor, now: datetime, **updates: A
         created_at=created,
         # an imported memory keeps its own time: recency is about when it was true
         updated_at=created,
+        # and the lifecycle counts how long it lay untouched from when it was stored
+        recorded_at=now,
         author=new.author or actor.user_id,
         version=1,
     )

@@ -22,10 +22,13 @@ _DAY = 86_400.0
 
 
 def last_touched(memory: Memory) -> datetime:
-    """The last read or write."""
-    if memory.last_accessed_at is not None and memory.last_accessed_at > memory.updated_at:
-        return memory.last_accessed_at
-    return memory.updated_at
+    """The last read or write, or when Engram stored it if that is later: a conversation
+    delivered today keeps the times it was said (``updated_at``), but it was written today."""
+    touched = memory.updated_at
+    for other in (memory.last_accessed_at, memory.recorded_at):
+        if other is not None and other > touched:
+            touched = other
+    return touched
 
 
 def idle_days(memory: Memory, now: datetime) -> float:

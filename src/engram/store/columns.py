@@ -55,6 +55,7 @@ MEMORY_FIELDS = (
     "version",
     "keyword_context",
     "thread",
+    "recorded_at",
 )
 """The memory columns, in the order both stores select them."""
 
@@ -142,6 +143,7 @@ class RowMapper(TimedRows):
             version,
             keyword_context,
             thread,
+            recorded_at,
         ) = tuple(row)[: len(MEMORY_FIELDS)]
         layer = _LAYER[layer_value]
         episode, procedure = _details(layer, details)
@@ -173,6 +175,7 @@ class RowMapper(TimedRows):
             keyword_context=keyword_context,
             thread=thread,
             version=version,
+            recorded_at=self._maybe_time(recorded_at),
             redactions={},  # given, so pydantic computes no default (slow: it inspects the factory)
         )
 

@@ -268,4 +268,9 @@ LATER: tuple[Migration, ...] = (
             "DROP TABLE vector_indexes",
         ),
     ),
+    Migration(
+        "0025_memories_recorded_at",
+        # when Engram first stored a memory (created_at is when it was said or true)
+        ("ALTER TABLE memories ADD COLUMN recorded_at TIMESTAMPTZ",),
+    ),
 )

@@ -54,6 +54,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         m.version,
         m.keyword_context,
         m.thread,
+        m.recorded_at,
         content_hash(m.search_text()),
         m.keyword_text(),
     )

@@ -227,4 +227,9 @@ LATER: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        "0029_memories_recorded_at",
+        # when Engram first stored a memory (created_at is when it was said or true)
+        ("ALTER TABLE memories ADD COLUMN recorded_at REAL",),
+    ),
 )

@@ -78,6 +78,7 @@ def memory_params(m: Memory) -> tuple[Any, ...]:
         m.version,
         m.keyword_context,
         m.thread,
+        ts(m.recorded_at),
         content_hash(m.search_text()),
     )
 
