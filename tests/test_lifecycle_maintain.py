@@ -11,7 +11,9 @@ import pytest
 
 from engram import LOCAL, Engram, EpisodeDetails, MemoryFilter, NewMemory, Status
 from engram.cli import main
+from engram.extraction.conversation import NewMessage
 from engram.lifecycle import LifecycleConfig
+from engram.lifecycle.compaction import pick_facts
 from engram.lifecycle.decay import retention
 from engram.models import Layer
 from engram.store.sqlite import SQLiteStore
@@ -135,6 +137,23 @@ def test_history_delivered_today_is_not_idle(engram: Engram, clock: FakeClock) -
     assert status(engram, ep.id) is Status.ACTIVE
     clock.advance(days=60)  # untouched since it was stored: now it may go cold
     assert [e.memory_id for e in engram.lifecycle.maintain(LOCAL).compacted] == [ep.id]
+
+
+def test_compaction_of_an_extracted_episode_keeps_clean_sentences(engram: Engram) -> None:
+    """The episode extraction writes is "Speaker: sentence ..."; a sentence said without a
+    final stop read on into the next speaker's ("push the tag Caroline: Always run ..."), and
+    the label stayed in the fact compaction made of it."""
+    said = [
+        NewMessage(role="user", author="Caroline", content="To release we bump and push the tag"),
+        NewMessage(role="assistant", content="Got it, that is the release process."),
+        NewMessage(role="user", author="Caroline", content="Always run the tests before pushing"),
+    ]
+    engram.extraction.extract(said, LOCAL)
+    flt = MemoryFilter(layers=[Layer.EPISODE], categories=["episode"])  # not the messages
+    [episode] = engram.memories.list_memories(LOCAL, flt).items
+    picked = [p.content for p in pick_facts(episode, LifecycleConfig())]
+    assert "Always run the tests before pushing." in picked, picked
+    assert not any("Caroline:" in p or "tag Always" in p for p in picked), picked
 
 
 # -- sweep, dry run ------------------------------------------------------------------------

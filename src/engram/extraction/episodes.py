@@ -111,7 +111,8 @@ def episode_proposal(
     start = min(times) if times else conv.started_at
     end = max(times) if times else None
     head = conv.title or f"Conversation between {', '.join(participants)}"
-    body = " ".join(f"{s.message.speaker}: {s.text}" for s in top)
+    # each sentence ends as one, so that nothing reads on into the next speaker's
+    body = " ".join(f"{s.message.speaker}: {_ended(s.text)}" for s in top)
     questions = [_item(q.text) for q in open_questions(items)][:10]
     sources = list(dict.fromkeys(s.message.id for s in top))
     return Proposal(
@@ -131,6 +132,10 @@ def episode_proposal(
             open_questions=questions,
         ),
     )
+
+
+def _ended(text: str) -> str:
+    return text if text[-1:] in ".!?:;" else f"{text}."
 
 
 def _item(text: str) -> str:

@@ -30,8 +30,18 @@ class PickedFact:
     score: float
 
 
+_SPEAKER_RE = re.compile(r"^(?:user|assistant|[A-Z][\w'-]*(?: [A-Z][\w'-]*)?): (?=\S)")
+"""An episode's "Caroline: ..." label before what was said (not part of a fact)."""
+
+
 def sentences(text: str) -> list[str]:
-    return [s.strip(" -*\t") for s in _SENTENCE_RE.split(text) if s.strip(" -*\t")]
+    """The sentences of an episode's text, each without its speaker's label."""
+    out = []
+    for part in _SENTENCE_RE.split(text):
+        part = _SPEAKER_RE.sub("", part.strip(" -*\t"))
+        if part:
+            out.append(part)
+    return out
 
 
 def salience(sentence: str) -> float:
