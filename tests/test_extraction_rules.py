@@ -67,9 +67,7 @@ def test_decisions_name_who_decided_and_join_the_episode() -> None:
     )
     props = RuleExtractor().extract(t)
     [decision] = by_kind(props, "decision")
-    assert (
-        decision.content == "The user and the assistant decided to use Redis for the session cache."
-    )
+    assert decision.content == "The user and others decided to use Redis for the session cache."
     assert decision.category == "decision"
     [episode] = [p for p in props if p.layer is Layer.EPISODE]
     assert episode.episode is not None
@@ -202,3 +200,21 @@ def test_a_sentence_bundling_claims_about_different_things_gives_one_fact_each()
         "The user and others use Postgres for everything.",
         "The user's tests run with pytest.",
     ]
+
+
+def test_we_means_the_other_people_never_the_assistant() -> None:
+    """A user's "we deploy on Fridays" is their team's habit: it was written "Pat and the
+    assistant deploy on Fridays." whenever the assistant had spoken."""
+    with_assistant = transcript(
+        ("user", "We deploy on Fridays.", "Pat"),
+        ("assistant", "I prefer tabs and I live in Paris."),
+    )
+    facts = [p.content for p in RuleExtractor(episodes=False).extract(with_assistant)]
+    assert facts == ["Pat and others deploy on Fridays."]
+    people = transcript(
+        ("user", "We deploy on Fridays.", "Pat"),
+        ("user", "Sounds right.", "Sam"),
+        ("assistant", "Noted."),
+    )
+    facts = [p.content for p in RuleExtractor(episodes=False).extract(people)]
+    assert facts == ["Pat and Sam deploy on Fridays."]

@@ -40,7 +40,7 @@ CHAT = {
 }
 ALLERGY_AND_VIM = "Caroline is allergic to peanuts and Caroline prefers vim over emacs."
 LISBON = "Caroline moved to Lisbon last month."
-DECISION = "Caroline and the assistant decided to use Postgres as the database for the garden app."
+DECISION = "Caroline and others decided to use Postgres as the database for the garden app."
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

@@ -34,8 +34,11 @@ class RuleExtractor:
     def extract(self, transcript: Transcript) -> list[Proposal]:
         items = sentences(transcript.messages)
         people = transcript.participants
+        # who "we" means besides the speaker: the other people, never the assistant (a user's
+        # "we deploy on Fridays" is their team's habit, not the assistant's)
+        people_only = [q for q in people if q != Speaker.ASSISTANT.value]
         others = {
-            p: " and ".join(_display(q) for q in people if q != p) or "others" for p in people
+            p: " and ".join(_display(q) for q in people_only if q != p) or "others" for p in people
         }
         facts = fact_proposals(items, others)
         procedures = step_lists(transcript.messages) + rules(items)
