@@ -218,3 +218,12 @@ def test_we_means_the_other_people_never_the_assistant() -> None:
     )
     facts = [p.content for p in RuleExtractor(episodes=False).extract(people)]
     assert facts == ["Pat and Sam deploy on Fridays."]
+
+
+def test_a_short_claim_split_from_a_sentence_is_a_fact_of_its_own() -> None:
+    """ "I'm vegetarian" is two words, below a sentence's minimum, so the sentence stayed one
+    bundled fact and a later move could not replace the home alone."""
+    assert user_facts("I'm vegetarian and I live in Oslo.") == [
+        "The user is vegetarian.",
+        "The user lives in Oslo.",
+    ]

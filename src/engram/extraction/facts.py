@@ -148,11 +148,15 @@ def speaks_for_self(role: Speaker) -> bool:
     return role is Speaker.USER
 
 
-def match_fact(text: str) -> FactPattern | None:
+def match_fact(text: str, *, part: bool = False) -> FactPattern | None:
+    """The pattern ``text`` states a fact by, if any. A ``part`` of a sentence that was split
+    may be shorter than a sentence must ("I'm vegetarian" of "I'm vegetarian and I live in
+    Oslo"): the rest of the sentence already said enough to be a fact."""
     if text.endswith("?") or _SKIP_RE.search(text) or not _FIRST_PERSON_RE.search(text):
         return None
     n = len(text.split())
-    if n < MIN_WORDS or n > MAX_WORDS or len(content_words(text)) < 2:
+    least_words, least_content = (2, 1) if part else (MIN_WORDS, 2)
+    if n < least_words or n > MAX_WORDS or len(content_words(text)) < least_content:
         return None
     return next((p for p in PATTERNS if p.regex.search(text)), None)
 
@@ -166,7 +170,7 @@ def claim_parts(text: str) -> list[tuple[str, FactPattern]]:
     parts = [p.strip() for p in _CLAIM_SPLIT_RE.split(text) if p.strip()]
     if len(parts) > 1:
         parts = [p if p[-1] in ".!?" else p + "." for p in parts]
-        matched = [(p, match_fact(p)) for p in parts]
+        matched = [(p, match_fact(p, part=True)) for p in parts]
         if all(m is not None for _, m in matched):
             return [(p, m) for p, m in matched if m is not None]
     return [] if whole is None else [(text, whole)]
