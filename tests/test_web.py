@@ -229,6 +229,56 @@ def test_edit_a_soul_block_and_restore_a_snapshot(owner: Page) -> None:
     expect(owner.locator(f"section.block[data-block={name}] textarea")).to_have_value(before)
 
 
+def test_an_override_saves_only_what_the_form_changed(owner: Page, site: Site) -> None:
+    """The "Overrides in <env>" tab shows a block that has no override with its effective text
+    and mode inherit, so saving a new priority alone keeps the text (the form once showed an
+    empty box with ``replace`` preselected, and that save blanked the block there)."""
+    soul = site.engram.soul
+    soul.set_block("worldview", LOCAL, "Evidence over authority.")
+    owner.goto("/ui/soul?layer=environment")
+    block = owner.locator("section.block[data-block=worldview]")
+    expect(block.get_by_label("Text")).to_have_value("Evidence over authority.")
+    expect(block.get_by_label("Mode")).to_have_value("inherit")
+    block.get_by_label("Priority").fill("10")
+    block.get_by_role("button", name="Save worldview").click()
+    expect(owner.get_by_role("status")).to_have_text("saved worldview")
+    [override] = [b for b in soul.layer(LOCAL, _default_env(site)) if b.name == "worldview"]
+    assert (override.mode.value, override.text, override.priority) == ("inherit", "", 10)
+    seen = soul.get_block("worldview", LOCAL)
+    assert (seen.text, seen.priority) == ("Evidence over authority.", 10)
+    assert "worldview" in soul.render(LOCAL, max_tokens=2000).included
+    block = owner.locator("section.block[data-block=worldview]")
+    expect(block.get_by_label("Mode")).to_have_value("inherit")
+    # editing the text under inherit overrides it; back to inherit, the global text returns
+    block.get_by_label("Text").fill("Here: ship small changes.")
+    block.get_by_role("button", name="Save worldview").click()
+    block = owner.locator("section.block[data-block=worldview]")
+    expect(block.get_by_label("Mode")).to_have_value("replace")
+    expect(block.get_by_label("Text")).to_have_value("Here: ship small changes.")
+    assert soul.get_block("worldview", LOCAL).text == "Here: ship small changes."
+    block.get_by_label("Mode").select_option("inherit")
+    block.get_by_role("button", name="Save worldview").click()
+    expect(owner.locator("section.block[data-block=worldview] textarea")).to_have_value(
+        "Evidence over authority."
+    )
+    assert soul.get_block("worldview", LOCAL).text == "Evidence over authority."
+    # extend the inherited text shown: only the added line is the override's
+    block = owner.locator("section.block[data-block=worldview]")
+    block.get_by_label("Text").fill("Evidence over authority.\nHere, tests first.")
+    block.get_by_label("Mode").select_option("extend")
+    block.get_by_role("button", name="Save worldview").click()
+    expect(owner.locator("section.block[data-block=worldview] textarea")).to_have_value(
+        "Here, tests first."
+    )
+    seen = soul.get_block("worldview", LOCAL)
+    assert seen.text.startswith("Evidence over authority.") and seen.text.count("Evidence") == 1
+    assert seen.text.endswith("Here, tests first.")
+
+
+def _default_env(site: Site) -> str:
+    return site.engram.environments.resolve(None, LOCAL).id
+
+
 def test_preview_a_context(owner: Page) -> None:
     owner.goto("/ui/context")
     owner.get_by_role("searchbox", name="Query").fill("release train")

@@ -51,23 +51,63 @@ def soul(
 def edit_block(
     viewer: Posted,
     name: str,
-    text: Annotated[str, Form()] = "",
+    text: Annotated[str | None, Form()] = None,
+    shown: Annotated[str | None, Form()] = None,
     priority: Annotated[int | None, Form(ge=0, le=1000)] = None,
     enabled: Annotated[str, Form()] = "",
     mode: Annotated[str, Form()] = "",
     layer: Annotated[Layer, Form()] = "global",
 ) -> RedirectResponse:
-    viewer.engram.soul.set_block(
+    """Save one block's form. In an environment only what the form changed is written: the
+    text the form showed left as it was with mode ``inherit`` keeps the inherited text (never
+    an empty ``replace``), and a priority or switch equal to the effective one stays
+    inherited."""
+    engram, actor = viewer.engram, viewer.actor
+    env = _env(viewer, layer)
+    on = enabled == "on"
+    if env is not None:
+        effective = engram.soul.get_block(name, actor, env)
+        mode, text = _override(mode, text, shown, effective.text)
+        priority = None if priority == effective.priority else priority
+        switched: bool | None = None if on == effective.enabled else on
+    else:
+        switched = on
+    engram.soul.set_block(
         name,
-        viewer.actor,
+        actor,
         text,
-        environment=_env(viewer, layer),
+        environment=env,
         mode=mode or None,
         priority=priority,
-        enabled=enabled == "on",
+        enabled=switched,
         reason="edited in the dashboard",
     )
     return redirect("/soul", layer=layer, note=f"saved {name}")
+
+
+def _override(
+    mode: str, text: str | None, shown: str | None, inherited: str
+) -> tuple[str, str | None]:
+    """The mode and text an environment's form asks for, given the text it showed and the
+    effective text. ``inherit`` with the text shown means "keep the inherited text" (no text is
+    sent), and a text edited under ``inherit`` replaces it, as the page says; ``extend`` of
+    the inherited text shown keeps only what was added to it."""
+    if text is None:
+        return mode, None
+    text, before = _lines(text), _lines(shown or "")
+    if mode == OverrideMode.INHERIT.value:
+        if shown is not None and text != before:
+            return OverrideMode.REPLACE.value, text
+        return mode, None
+    extends_shown = mode == OverrideMode.EXTEND.value and before == _lines(inherited)
+    if extends_shown and before and text.startswith(before):
+        return mode, text[len(before) :]
+    return mode, text
+
+
+def _lines(text: str) -> str:
+    """A form's text as stored: browsers send line breaks as CRLF."""
+    return text.replace("\r\n", "\n").strip()
 
 
 @router.post("/soul/snapshots")
