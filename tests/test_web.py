@@ -332,6 +332,30 @@ def test_create_and_revoke_a_key(owner: Page, site: Site) -> None:
     assert r.status_code == 303 and r.headers["location"].startswith("/ui/login")
 
 
+def test_reloading_the_page_of_a_new_token_makes_no_second_key(owner: Page, site: Site) -> None:
+    """The token page is a GET after a redirect, so a reload shows the keys without the token
+    and creates nothing (it was the POST's answer: a reload made another live key)."""
+    owner.goto("/ui/keys")
+    form = owner.locator("#create-key")
+    form.get_by_label("Name").fill("reload-dup")
+    form.get_by_role("button", name="Create key").click()
+    token = owner.locator("#new-token").inner_text().strip()
+    assert token.startswith("egm_")
+    expect(owner).to_have_url(re.compile(r"/ui/keys\?issued=key_"))
+    owner.reload()
+    expect(owner.locator("tr[data-name=reload-dup]")).to_have_count(1)
+    assert token not in owner.content()
+    named = [k for k in site.engram.accounts.list_keys(LOCAL) if k.name == "reload-dup"]
+    assert len(named) == 1
+    owner.locator("tr[data-name=reload-dup]").get_by_role("button", name="Rotate").click()
+    rotated = owner.locator("#new-token").inner_text().strip()
+    assert rotated.startswith("egm_") and rotated != token
+    owner.reload()
+    assert rotated not in owner.content()
+    auth = {"Authorization": f"Bearer {rotated}"}
+    assert httpx.get(f"{site.url}/api/v1/facts", headers=auth).status_code == 200
+
+
 def test_a_form_without_its_csrf_token_is_refused(owner: Page, site: Site) -> None:
     owner.goto("/ui/memories")
     before = site.engram.memories.list_memories(LOCAL, None).total

@@ -1,6 +1,10 @@
 """API keys: create (the token shown this once), rotate, revoke. Creating keys needs an
 administrator, as on the API; a key never holds a scope its creator lacks. Below them the user's
-OAuth grants (the remote MCP clients signed in as them), each revocable."""
+OAuth grants (the remote MCP clients signed in as them), each revocable.
+
+A create or rotate answers with a redirect (POST-redirect-GET): the token rides to the next
+page in a cookie that lives a minute, is sent only to ``/ui/keys`` and is deleted by the page
+that shows it, so the token is shown once and a reload never makes another key."""
 
 from __future__ import annotations
 
@@ -10,9 +14,12 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from engram.accounts import IssuedKey, Scope
-from engram.web.pages import Posted, Signed, Viewer, redirect, render
+from engram.web.pages import PREFIX, Posted, Signed, Viewer, redirect, render
 
 router = APIRouter()
+ISSUED = "engram_issued_token"
+"""The cookie that carries a new token from the POST to the page that shows it once."""
+ISSUED_PATH = f"{PREFIX}/keys"
 
 
 def _page(request: Request, viewer: Viewer, issued: IssuedKey | None, note: str) -> HTMLResponse:
@@ -22,7 +29,6 @@ def _page(request: Request, viewer: Viewer, issued: IssuedKey | None, note: str)
         request,
         viewer,
         "keys.html",
-        201 if issued else 200,
         keys=sorted(keys, key=lambda k: k.created_at, reverse=True),
         issued=issued,
         grants=sorted(grants, key=lambda g: g.created_at, reverse=True),
@@ -33,9 +39,37 @@ def _page(request: Request, viewer: Viewer, issued: IssuedKey | None, note: str)
 
 @router.get("/keys")
 def keys(
-    request: Request, viewer: Signed, note: Annotated[str, Query(max_length=100)] = ""
+    request: Request,
+    viewer: Signed,
+    note: Annotated[str, Query(max_length=100)] = "",
+    issued: Annotated[str, Query(max_length=64)] = "",
 ) -> HTMLResponse:
-    return _page(request, viewer, None, note)
+    """The keys; after a create or rotate (``issued`` = the key's id) its token, this once."""
+    token = request.cookies.get(ISSUED, "")
+    shown = None
+    if issued and token:
+        key = next(
+            (k for k in viewer.engram.accounts.list_keys(viewer.actor) if k.id == issued), None
+        )
+        shown = None if key is None else IssuedKey(key=key, token=token)
+    response = _page(request, viewer, shown, note)
+    if token:
+        response.delete_cookie(ISSUED, path=ISSUED_PATH, httponly=True, samesite="strict")
+    return response
+
+
+def _show_once(request: Request, issued: IssuedKey) -> RedirectResponse:
+    response = redirect("/keys", issued=issued.key.id)
+    response.set_cookie(
+        ISSUED,
+        issued.token,
+        max_age=60,
+        path=ISSUED_PATH,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
 
 
 @router.post("/keys")
@@ -44,16 +78,14 @@ def create(
     viewer: Posted,
     name: Annotated[str, Form(max_length=64)],
     scopes: Annotated[list[Scope], Form()],
-) -> HTMLResponse:
-    """The new key's token is on this page only: it is never shown again."""
-    issued = viewer.engram.accounts.issue_key(viewer.actor, name, scopes)
-    return _page(request, viewer, issued, "")
+) -> RedirectResponse:
+    """The new key's token is on the next page only: it is never shown again."""
+    return _show_once(request, viewer.engram.accounts.issue_key(viewer.actor, name, scopes))
 
 
 @router.post("/keys/{key_id}/rotate")
-def rotate(request: Request, viewer: Posted, key_id: str) -> HTMLResponse:
-    issued = viewer.engram.accounts.rotate_key(key_id, viewer.actor)
-    return _page(request, viewer, issued, "")
+def rotate(request: Request, viewer: Posted, key_id: str) -> RedirectResponse:
+    return _show_once(request, viewer.engram.accounts.rotate_key(key_id, viewer.actor))
 
 
 @router.post("/keys/{key_id}/revoke")
