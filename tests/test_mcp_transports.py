@@ -384,6 +384,13 @@ def test_mcp_config_http_snippets(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert vscode["servers"]["engram"]["headers"]["Authorization"] == (
         "Bearer ${input:engram-token}"
     )
+    # the server's own URL gets the endpoint (the root answers MCP 405); a path is kept
+    for given in ("http://127.0.0.1:9000", "http://127.0.0.1:9000/"):
+        out = config(capsys, home, "cursor", "--http", "--url", given)
+        assert json.loads(out)["mcpServers"]["engram"]["url"] == url
+    proxied = "https://example.org/engram/mcp"
+    out = config(capsys, home, "cursor", "--http", "--url", proxied)
+    assert json.loads(out)["mcpServers"]["engram"]["url"] == proxied
     from engram.cli import main
 
     assert main(["--home", str(home), "mcp-config", "claude-desktop", "--http"]) == 2

@@ -7,6 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
@@ -51,7 +52,13 @@ def mcp_config(
     http: Annotated[
         bool, typer.Option("--http", help="Connect to a running 'engram serve' instead.")
     ] = False,
-    url: Annotated[str | None, typer.Option(help="The server's MCP URL (with --http).")] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            help="The server's URL (with --http); without a path '/mcp' is appended, so "
+            "http://host:8765 and http://host:8765/mcp give the same snippet."
+        ),
+    ] = None,
     env: Annotated[str | None, EnvOption] = None,
 ) -> None:
     """Print the snippet that registers Engram in an MCP client (stdio by default; --http for a
@@ -67,11 +74,20 @@ def mcp_config(
         command=str(Path(command).resolve()) if command else "engram",
         args=("mcp", *(("--env", env) if env else ())),
         env={"ENGRAM_HOME": str(home)},
-        url=url or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/mcp",
+        url=mcp_url(url or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"),
         headers=headers,
     )
     typer.echo(f"# {client.value}: {WHERE[client]}", err=True)
     typer.echo(snippet(client, launch, http=http))
+
+
+def mcp_url(url: str) -> str:
+    """A server's URL as its MCP endpoint: '/mcp' when it names no path (the root answers an
+    MCP request 405); a URL with a path is kept as given (a proxy may mount MCP elsewhere)."""
+    parts = urlsplit(url.strip())
+    if parts.path not in ("", "/"):
+        return url.strip()
+    return urlunsplit(parts._replace(path="/mcp"))
 
 
 def register(app: typer.Typer) -> None:
