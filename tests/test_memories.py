@@ -54,6 +54,20 @@ def test_fact_crud_with_versions(engram: Engram) -> None:
     assert history[1].reason == "changed taste"
 
 
+def test_an_edit_that_changes_nothing_writes_no_version(engram: Engram) -> None:
+    """An empty patch, or one whose values are the memory's own, wrote a no-op version over
+    REST and MCP (the dashboard already said "nothing changed")."""
+    m = engram.memories.add(fact("I prefer dark roast", tags=["coffee"]), LOCAL)
+    for patch in (
+        MemoryPatch(),
+        MemoryPatch(content="I prefer dark roast", tags=["coffee"], importance=m.importance),
+    ):
+        same = engram.memories.update(m.id, patch, LOCAL)
+        assert same.version == 1 and same == engram.memories.get(m.id, LOCAL)
+    assert [v.version for v in engram.memories.history(m.id, LOCAL)] == [1]
+    assert engram.memories.update(m.id, MemoryPatch(importance=0.9), LOCAL).version == 2
+
+
 def test_episode_and_procedure_layers(engram: Engram, clock: FakeClock) -> None:
     start = clock.now
     ep = engram.memories.add(

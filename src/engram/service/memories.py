@@ -148,6 +148,7 @@ class MemoryService:
             raise InvalidInput(f"at most {MAX_BULK} updates per request, got {len(patches)}")
         current = self._load([p[0] for p in patches], actor, Role.WRITER)
         changes = []
+        out: list[Memory] = []
         for memory, (_, patch) in zip(current, patches, strict=True):
             if memory.status is Status.DELETED:
                 raise InvalidInput(
@@ -160,13 +161,17 @@ class MemoryService:
                 raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not a procedure")
             if memory.layer is not Layer.EPISODE and "episode" in updates:
                 raise InvalidInput(f"memory {memory.id!r} is a {memory.layer}, not an episode")
-            changes.append(
-                record_change(
-                    next_state(memory, self._clock(), **updates), Action.UPDATE, actor, reason
-                )
+            if all(getattr(memory, k) == v for k, v in updates.items() if k != "redactions"):
+                out.append(memory)  # nothing changes (an empty patch, or the same values)
+                continue
+            change = record_change(
+                next_state(memory, self._clock(), **updates), Action.UPDATE, actor, reason
             )
-        self._commit(changes, actor)
-        return [c.memory for c in changes]
+            changes.append(change)
+            out.append(change.memory)
+        if changes:
+            self._commit(changes, actor)
+        return out
 
     def record_outcome(
         self, memory_id: str, actor: Actor, *, success: bool, note: str = ""

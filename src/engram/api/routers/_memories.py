@@ -105,7 +105,12 @@ def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRout
         check_layer(engram, [memory_id], layer, actor, Role.READER)
         return engram.memories.get(memory_id, actor)
 
-    @router.patch("/{memory_id}", summary=f"Edit a {noun} (a new version)")
+    @router.patch(
+        "/{memory_id}",
+        summary=f"Edit a {noun} (a new version)",
+        description="Only the fields given change; an edit that changes nothing (no fields, "
+        "or the values it already has) writes no version and returns the memory as it is.",
+    )
     def update(
         memory_id: str, patch: MemoryPatch, engram: EngramDep, actor: ActorDep, reason: Reason = ""
     ) -> Memory:

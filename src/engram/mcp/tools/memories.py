@@ -98,7 +98,8 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         reason: Annotated[Reason, Field(description="Why; kept in the history.")] = "",
     ) -> Memory:
         """Correct or refine a memory in place; only the fields given change. The previous
-        state stays in the history (memory_history) and can be restored."""
+        state stays in the history (memory_history) and can be restored. A call that changes
+        nothing (no fields, or the values it already has) writes no version."""
         patch = MemoryPatch(
             content=content,
             category=category,
