@@ -86,6 +86,20 @@ async def test_domain_errors_are_actionable_tool_errors(engram: Engram) -> None:
 
 
 @pytest.mark.anyio
+async def test_an_argument_no_tool_takes_is_an_error_naming_it(engram: Engram) -> None:
+    """REST answers an unknown field with 422; a tool dropped it without a word (an agent's
+    conversation id to extract_memories, a typo of an option)."""
+    async with client(engram, "auto") as c:
+        unknown = await c.call_tool("recall", {"query": "x", "bogus_arg": 1})
+        typo = await c.call_tool("remember", {"content": "Prefers pnpm", "importanse": 0.9})
+        tools = (await c.list_tools()).tools
+    assert unknown.is_error and "bogus_arg" in text_of(unknown)
+    assert typo.is_error and "importanse" in text_of(typo)
+    assert engram.memories.list_memories(LOCAL).total == 0  # nothing stored
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+
+
+@pytest.mark.anyio
 async def test_read_only_key_cannot_write(engram: Engram) -> None:
     engram.environments.ensure_default(LOCAL)
     reader = Actor("local", "mcp", None, frozenset({Scope.READ}))

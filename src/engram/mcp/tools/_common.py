@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from engram.errors import Conflict, EngramError, InvalidInput, NotFound, PermissionDenied
 from engram.requests.fields import EnvironmentRef
@@ -75,6 +75,19 @@ def tool(server: MCPServer[Any], title: str, annotations: ToolAnnotations) -> Ca
     def decorator(fn: F) -> F:
         hints = annotations.model_copy(update={"title": title})
         server.tool(title=title, annotations=hints)(domain_errors(fn))
+        _refuse_unknown_arguments(server, fn.__name__)
         return fn
 
     return decorator
+
+
+def _refuse_unknown_arguments(server: MCPServer[Any], name: str) -> None:
+    """An argument the tool does not take is an error naming it (as REST answers 422), not
+    silently dropped: the SDK's argument model ignores extras, so it is swapped for one that
+    forbids them, and the published schema says so (``additionalProperties: false``)."""
+    registered = server._tool_manager.get_tool(name)  # the SDK offers no public handle
+    assert registered is not None
+    loose = registered.fn_metadata.arg_model
+    config = ConfigDict(**{**loose.model_config, "extra": "forbid"})
+    registered.fn_metadata.arg_model = type(loose.__name__, (loose,), {"model_config": config})
+    registered.parameters["additionalProperties"] = False
