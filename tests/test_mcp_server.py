@@ -100,6 +100,21 @@ async def test_an_argument_no_tool_takes_is_an_error_naming_it(engram: Engram) -
 
 
 @pytest.mark.anyio
+async def test_a_conversation_named_by_its_own_id_is_delivered_once(engram: Engram) -> None:
+    """extract_memories had no conversation parameter: each re-delivery made a new
+    conversation, and deleting it by the agent's own id found nothing."""
+    said = {"role": "user", "content": "I'm vegetarian and I live in Oslo.", "author": "Ola"}
+    args = {"messages": [said], "conversation": {"id": "mcp-conv-1", "title": "intro"}}
+    async with client(engram, "auto") as c:
+        first = json.loads(text_of(await c.call_tool("extract_memories", args)))
+        again = json.loads(text_of(await c.call_tool("extract_memories", args)))
+        gone = await c.call_tool("delete_conversation", {"conversation_id": "mcp-conv-1"})
+    assert first["conversation_id"] == again["conversation_id"]
+    assert len(first["proposals"]) == 2 and again["proposals"] == []
+    assert not gone.is_error, text_of(gone)
+
+
+@pytest.mark.anyio
 async def test_read_only_key_cannot_write(engram: Engram) -> None:
     engram.environments.ensure_default(LOCAL)
     reader = Actor("local", "mcp", None, frozenset({Scope.READ}))

@@ -150,7 +150,12 @@ SHARED: dict[str, tuple[tuple[str, str], dict[str, str]]] = {
     ),
     "extract_memories": (
         EXTRACT,
-        {"messages": "messages", "dry_run": "dry_run", "environment": "environment"},
+        {
+            "messages": "messages",
+            "dry_run": "dry_run",
+            "environment": "environment",
+            "conversation": "conversation",
+        },
     ),
     "delete_conversation": (
         FORGET,

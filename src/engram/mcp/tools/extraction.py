@@ -8,6 +8,7 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from engram.erasure import Erased
+from engram.extraction.conversation import NewConversation
 from engram.extraction.results import ExtractionResult
 from engram.mcp.binding import Binding
 from engram.mcp.tools._common import DESTRUCTIVE, WRITE, Environment, tool
@@ -22,11 +23,24 @@ def register(server: MCPServer[Any], b: Binding) -> None:
         ],
         dry_run: Annotated[bool, Field(description="Propose only; store nothing.")] = False,
         environment: Environment = None,
+        conversation: Annotated[
+            NewConversation | None,
+            Field(
+                description="The conversation the turns belong to: {id: your own id for it, "
+                "title}. Delivering the same id again stores only the turns not seen before."
+            ),
+        ] = None,
     ) -> ExtractionResult:
         """Propose facts, an episode and procedures from conversation turns and store them
         through the same dedup and contradiction rules as remember. Use dry_run to see the
-        proposals first."""
-        request = ExtractRequest(messages=messages, dry_run=dry_run, environment=b.env(environment))
+        proposals first; name the conversation (conversation.id) to deliver it again later
+        without storing its turns twice."""
+        request = ExtractRequest(
+            conversation=conversation or NewConversation(),
+            messages=messages,
+            dry_run=dry_run,
+            environment=b.env(environment),
+        )
         return b.engram.extraction.extract(
             request, b.current_actor(), request.environment, dry_run=request.dry_run
         )
