@@ -183,3 +183,19 @@ def test_blank_by_either_measure_fails_the_nonblank_pattern(text: str) -> None:
     (``str.strip``), by JSON Schema's whitespace and Python's."""
     assert re.search(NONBLANK_PATTERN, text) is None
     assert re.search(NONBLANK_PATTERN, text + "x")
+
+
+def test_the_brief_does_not_repeat_a_habit_the_project_already_states(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """A habit said in a project's prompts is that project's preference too: the brief gave
+    it twice, as a stated preference and again among the cross-project habits."""
+    engram.profile.set_learning(LOCAL, enabled=True)
+    prompt = "Always use pnpm, not npm. Fix the upload race."
+    session(engram, clock, "shop", prompt)
+    session(engram, clock, "blog", prompt)
+    engram.profile.add("Prefer ruff over flake8", LOCAL)
+    _, block = engram.capture.session_start([ev("session_start", clock, "s2", "shop")], LOCAL)
+    assert "- Always use pnpm, not npm." in block.split("habits across projects")[0], block
+    habits = block.split("habits across projects")[1]
+    assert "- Prefer ruff over flake8" in habits and "pnpm" not in habits, block

@@ -122,6 +122,12 @@ class Briefing:
             sections.append("Recent sessions:\n" + "\n".join(ln for ln in lines if ln))
         # last: the lowest precedence, and the first to go when the budget is tight
         habits = self._profile(actor, PROFILE_TOKENS) if self._profile is not None else ""
+        said = {m.content.strip().casefold() for m in [*profile, *rules]}
+        habits = "\n".join(
+            line
+            for line in habits.splitlines()
+            if line.removeprefix("- ").strip().casefold() not in said  # already given above
+        )
         if habits:
             sections.append(
                 "The user's habits across projects (this project's rules and memory come "
