@@ -316,6 +316,14 @@ def test_for_agent_is_delivered_to_that_agent_only(engram: Engram, clock: FakeCl
     assert h.id in start(engram, clock, "x-2", agent="gemini")
 
 
+def test_the_agent_a_handoff_is_for_is_named_in_any_case(engram: Engram, clock: FakeClock) -> None:
+    """The README's table spells it "Codex"; the hooks say "codex": it was never delivered."""
+    engram.environments.create("webapp", LOCAL)
+    h = engram.handoffs.begin("For Codex", LOCAL, environment="webapp", for_agent="Codex")
+    assert h.for_agent == "codex"
+    assert h.id in start(engram, clock, "x-3", agent="codex")
+
+
 # -- ownership -----------------------------------------------------------------------------------
 
 

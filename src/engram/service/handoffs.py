@@ -77,6 +77,11 @@ def _name(name: str, value: str | None) -> str | None:
     return value or None
 
 
+def _agent(name: str | None) -> str | None:
+    """An agent's name as the hooks give it ('Codex' is 'codex')."""
+    return None if name is None else name.casefold()
+
+
 def age(delta: timedelta) -> str:
     seconds = max(int(delta.total_seconds()), 0)
     if seconds < 90:
@@ -149,7 +154,7 @@ class HandoffService:
             open_questions=_items("open_questions", open_questions),
             next_steps=_items("next_steps", next_steps),
             files_touched=_items("files_touched", files_touched),
-            for_agent=_name("for_agent", for_agent),
+            for_agent=_agent(_name("for_agent", for_agent)),
             for_user=addressee if addressee != actor.user_id else None,
             updated_at=now,
         )
@@ -290,7 +295,9 @@ class HandoffService:
             states=[HandoffState.OPEN],
             limit=50,
         )
-        mine = [h for h in open_ if h.for_agent in (None, agent) and h.source_session != session]
+        mine = [
+            h for h in open_ if h.for_agent in (None, _agent(agent)) and h.source_session != session
+        ]
         automatic = [h for h in mine if h.automatic and h.cwd == cwd]
         if automatic:  # the newest wins: the older ones from this directory expire
             newest = automatic[0]
