@@ -26,6 +26,7 @@ def test_init_add_list_show_edit_history(
     owner = json.loads(run(capsys, "--home", home, "users", "list", "--json")[1])[0]["name"]
     line = next(x for x in out.splitlines() if x.startswith("dashboard: "))
     assert "/ui" in line and f"sign in as {owner} once 'engram users passwd'" in line
+    assert "--port" in line  # 'scripts/serve --port 9000' serves elsewhere than 8765
     code, out, _ = run(
         capsys,
         "--home",

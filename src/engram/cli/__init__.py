@@ -61,7 +61,8 @@ def init(
         owner = engram.accounts.get_user(st.actor.user_id, st.actor)
         how = "" if owner.has_password else " once 'engram users passwd' has set a password"
         console.print(
-            f"dashboard: http://127.0.0.1:{DEFAULT_PORT}/ui under 'engram serve'; "
+            f"dashboard: http://127.0.0.1:{DEFAULT_PORT}/ui under 'engram serve' (the port "
+            "of its --port, if given); "
             f"sign in as {owner.name}{how}"
         )
         if engram.embedder is not None:
