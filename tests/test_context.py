@@ -186,3 +186,19 @@ def test_assembly_reads_its_environment_once(
     assert any(t.name == "soul" for t in ctx.tiers)
     # by name at most once (none when this process has it kept from the add), never by id
     assert lookups in ([], ["find_environment"])
+
+
+def test_an_episode_line_gives_its_decisions_once(engram: Engram) -> None:
+    """A captured session's summary says "Decisions: ..." itself; the line appended them
+    again from key_decisions."""
+    said = "Let's use Redis instead of memcached."
+    ep = engram.memories.add(
+        NewMemory(
+            layer=Layer.EPISODE,
+            content=f"Session in claude: fix the cache. Decisions: {said} Outcome: done.",
+            episode=EpisodeDetails(key_decisions=[said, "Keep the TTL at 60 s."]),
+        ),
+        LOCAL,
+    )
+    line = render_item(ep)
+    assert line.count(said) == 1 and line.endswith("Decisions: Keep the TTL at 60 s.\n"), line

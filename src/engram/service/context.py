@@ -140,8 +140,10 @@ def _render(memory: Memory, text: str, day: str) -> str:
         line = when + text
     elif memory.episode is not None:
         line = when + text
-        if memory.episode.key_decisions:
-            line += " Decisions: " + "; ".join(memory.episode.key_decisions)
+        # a captured session's summary already says its decisions: not twice
+        decisions = [d for d in memory.episode.key_decisions if " ".join(d.split()) not in text]
+        if decisions:
+            line += " Decisions: " + "; ".join(decisions)
     else:
         line = f"{when}[{memory.category}] {text}"
     # no whitespace before the newline: the line's tokens alone are its tokens in the block
