@@ -311,6 +311,26 @@ def test_a_repository_can_opt_out_or_ignore_paths(
     assert kinds == ["hi"]
 
 
+def test_capture_off_takes_the_usual_false_values_and_fails_closed(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    repo = _repo(tmp_path)
+    base = {"session_id": "v", "cwd": str(repo), "hook_event_name": "UserPromptSubmit"}
+    with serve(engram) as url:
+        env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": url}
+        for value in ("false", "0", "OFF", "no", " Disabled ", "nope"):
+            payload = {**base, "prompt": f"capvalue {value}"}
+            assert run_hook("claude", payload, {**env, "ENGRAM_CAPTURE": value}) == (0, "{}\n")
+        assert run_hook("claude", {**base, "prompt": "kept"}, {**env, "ENGRAM_CAPTURE": "TRUE"})
+        engram.capture.drain()
+    sessions = engram.capture.list_sessions(actor, "webapp")
+    assert [o.text for o in engram.capture.observations(sessions[0].id, actor)] == ["kept"]
+    log = (home / "hooks" / "hook.log").read_text()
+    assert "ENGRAM_CAPTURE='nope' is not on, opt-in or off" in log
+    assert "'false'" not in log  # a known false value is not a warning
+
+
 def test_hooks_install_merges_backs_up_and_uninstalls(tmp_path: Path) -> None:
     home = tmp_path / "user"
     settings = home / ".claude" / "settings.json"

@@ -11,7 +11,8 @@ between it and the working directory; the nearest wins)::
     # id = "env_…"                   # or pin an existing one, e.g. shared by a teammate
 
 With ``ENGRAM_CAPTURE=opt-in`` only repositories that set ``enabled = true`` are captured;
-``ENGRAM_CAPTURE=off`` captures nothing anywhere.
+``ENGRAM_CAPTURE=off`` (or ``false``, ``0``, ``no``, ``disabled``) captures nothing anywhere, and
+so does a value that is none of these (the switch fails closed; :func:`capture_mode`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,26 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 FILE_NAME = ".engram.toml"
+ON, OPT_IN, OFF = "on", "opt-in", "off"
+_ON_WORDS = frozenset({"", "on", "true", "1", "yes", "enabled"})
+_OFF_WORDS = frozenset({"off", "false", "0", "no", "disabled"})
+
+
+def capture_mode(value: str | None) -> tuple[str, str | None]:
+    """The ``ENGRAM_CAPTURE`` mode (``on``, ``opt-in`` or ``off``) a value means, and a warning
+    when it means nothing known: an unknown value is ``off`` (a privacy switch fails closed).
+    Case and surrounding spaces are ignored; unset is ``on``."""
+    word = (value or "").strip().lower()
+    if word in _ON_WORDS:
+        return ON, None
+    if word in _OFF_WORDS:
+        return OFF, None
+    if word in ("opt-in", "optin", "opt_in"):
+        return OPT_IN, None
+    return OFF, (
+        f"ENGRAM_CAPTURE={word[:40]!r} is not on, opt-in or off (nor true/false, 1/0, yes/no, "
+        "enabled/disabled): nothing is captured"
+    )
 
 
 class RepoRules:
@@ -62,10 +83,11 @@ class RepoRules:
     __hash__ = None  # type: ignore[assignment]
 
     def captures(self, mode: str) -> bool:
-        """Whether this repository is captured under the global ``ENGRAM_CAPTURE`` mode."""
-        if mode == "off":
+        """Whether this repository is captured under the global ``ENGRAM_CAPTURE`` mode (a
+        value of :func:`capture_mode`)."""
+        if mode == OFF:
             return False
-        if mode == "opt-in":
+        if mode == OPT_IN:
             return self.enabled is True
         return self.enabled is not False
 

@@ -24,7 +24,7 @@ from engram.capture import vocab as K
 from engram.capture.adapters import kind_of, read_payload, render_output, to_wire
 from engram.capture.jsonio import loads
 from engram.capture.privacy import scrub
-from engram.capture.repo import find_rules
+from engram.capture.repo import capture_mode, find_rules
 from engram.capture.which import choose
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
@@ -89,7 +89,9 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     raw = read_payload(agent, payload)
     kind = kind_of(agent, raw.hook)
     empty = render_output(agent, raw.hook)
-    mode = env.get("ENGRAM_CAPTURE", "on").strip().lower()
+    mode, warning = capture_mode(env.get("ENGRAM_CAPTURE"))
+    if warning:
+        log(env, f"{agent} {raw.hook}: {warning}")
     cwd = raw.cwd or os.getcwd()
     rules = find_rules(cwd)
     if not rules.captures(mode):
