@@ -311,6 +311,42 @@ def test_a_repository_can_opt_out_or_ignore_paths(
     assert kinds == ["hi"]
 
 
+def test_ignore_paths_drops_reads_and_commands_that_name_an_ignored_path(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    repo = _repo(tmp_path, "ign")
+    (repo / "src").mkdir()
+    (repo / ".engram.toml").write_text('[capture]\nignore_paths = ["secrets/**", "*.pem"]\n')
+    secret = "dbpass=letmein99"
+    base = {"session_id": "ign1", "cwd": str(repo), "hook_event_name": "PostToolUse"}
+    gemini = {**base, "hook_event_name": "AfterTool"}
+    many, up = ["a", "secrets/b"], {"command": "cat ../secrets/x"}
+    dropped = [
+        ("claude", {"tool_name": "Read", "tool_input": {"file_path": str(repo / "secrets/db")}}),
+        ("gemini", {**gemini, "tool_name": "read_file", "tool_input": {"absolute_path": "x.pem"}}),
+        ("gemini", {**gemini, "tool_name": "read_many_files", "tool_input": {"paths": many}}),
+        ("claude", {"tool_name": "Grep", "tool_input": {"pattern": "pw", "path": "secrets"}}),
+        ("claude", {"tool_name": "Bash", "tool_input": {"command": "cat secrets/db.txt"}}),
+        ("claude", {"tool_name": "Bash", "tool_input": {"command": "grep pw 'secrets/db'|wc"}}),
+        ("codex", {"tool_name": "Bash", "tool_input": {"command": "openssl x509 -in=k/id.pem"}}),
+        # from a subdirectory: ../secrets is the repository's secrets/
+        ("claude", {"cwd": str(repo / "src"), "tool_name": "Bash", "tool_input": up}),
+    ]  # fmt: skip
+    kept = {"tool_name": "Bash", "tool_input": {"command": "cat src/app.py"}}
+    with serve(engram) as url:
+        env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": url}
+        for agent, payload in dropped:
+            event = {**base, **payload, "tool_response": {"stdout": secret, "content": secret}}
+            assert run_hook(agent, event, env)[0] == 0
+        assert run_hook("claude", {**base, **kept, "tool_response": {"stdout": "ok"}}, env)[0] == 0
+        engram.capture.drain()
+    sessions = engram.capture.list_sessions(actor, "ign")
+    commands = [o.command for o in engram.capture.observations(sessions[0].id, actor)]
+    assert commands == ["cat src/app.py"]
+    assert secret.encode() not in stored_bytes(engram.store) + files_bytes(home)
+
+
 def test_capture_off_takes_the_usual_false_values_and_fails_closed(
     engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
 ) -> None:

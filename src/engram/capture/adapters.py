@@ -197,6 +197,27 @@ def _files(tool: str, tool_input: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def named_paths(tool_input: Any) -> tuple[str, ...]:
+    """Every path a tool's input names, whatever the tool (a read as well as a write): the
+    file keys, a list of ``paths``, and the files of a patch; what ``ignore_paths`` is checked
+    against (with the command's words, :meth:`~engram.capture.repo.RepoRules.ignores`)."""
+    found: list[str] = []
+    if isinstance(tool_input, dict):
+        for key in (*_FILE_KEYS, "paths", "file_paths", "dir_path", "directory"):
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                found.append(value)
+            elif isinstance(value, list):
+                found.extend(v for v in value if isinstance(v, str) and v)
+    found.extend(_files("", tool_input))
+    return tuple(dict.fromkeys(found))
+
+
+def command_of(tool_input: Any) -> str:
+    """The shell command a tool's input runs (empty when none)."""
+    return _command(tool_input)
+
+
 def _failed(output: Any) -> bool:
     """Whether a tool's result says it failed (an exit code, an error field or flag)."""
     if isinstance(output, dict):

@@ -91,8 +91,11 @@ class RepoRules:
             return self.enabled is True
         return self.enabled is not False
 
-    def ignores(self, command: str, files: Iterable[str]) -> bool:
-        """Whether an event running ``command`` or touching ``files`` is ignored."""
+    def ignores(self, command: str, files: Iterable[str], cwd: str | None = None) -> bool:
+        """Whether an event running ``command`` or naming ``files`` (read or written) is
+        ignored: the command matches ``ignore_commands``, or one of ``files`` or of the
+        command's words (``cat secrets/db.txt``) matches ``ignore_paths``. A relative path is
+        read from ``cwd`` (the agent's working directory), then from the repository root."""
         if not (self.ignore_commands or self.ignore_paths):
             return False
         from fnmatch import fnmatchcase
@@ -100,18 +103,40 @@ class RepoRules:
         if command and any(fnmatchcase(command, p) for p in self.ignore_commands):
             return True
         if self.ignore_paths:
-            for name in files:
-                rel = self._relative(name)
+            names = [*files, *_words(command)] if command else list(files)
+            for name in names:
+                rel = self._relative(name, cwd)
                 if any(_path_matches(rel, p) for p in self.ignore_paths):
                     return True
         return False
 
-    def _relative(self, name: str) -> str:
+    def _relative(self, name: str, cwd: str | None = None) -> str:
+        if cwd and not os.path.isabs(name):
+            name = os.path.normpath(os.path.join(cwd, name))
         if self.root is not None and os.path.isabs(name):
             rel = os.path.relpath(name, self.root)
             if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
                 name = rel
         return name.replace(os.sep, "/") if os.sep != "/" else name
+
+
+def _words(command: str) -> list[str]:
+    """The words of a shell command that may name a file: split as the shell would (quotes
+    removed, ``;|&<>`` apart), and each ``name=value`` word's value too."""
+    import shlex
+
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:  # an unbalanced quote: plain words
+        words = command.split()
+    out: list[str] = []
+    for word in words:
+        out.append(word)
+        if "=" in word:
+            out.extend(part for part in word.split("=")[1:] if part)
+    return [w for w in out if w and not w.startswith("-")]
 
 
 def _path_matches(rel: str, pattern: str) -> bool:

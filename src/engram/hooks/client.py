@@ -21,7 +21,14 @@ import sys
 import time
 
 from engram.capture import vocab as K
-from engram.capture.adapters import kind_of, read_payload, render_output, to_wire
+from engram.capture.adapters import (
+    command_of,
+    kind_of,
+    named_paths,
+    read_payload,
+    render_output,
+    to_wire,
+)
 from engram.capture.jsonio import loads
 from engram.capture.privacy import scrub
 from engram.capture.repo import capture_mode, find_rules
@@ -99,7 +106,8 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     project = choose(None, env, cwd, rules)[0]  # the rule every edge follows
     key = f"{agent}-{os.urandom(16).hex()}"
     event = to_wire(agent, raw, at=_now(payload), key=key, cwd=cwd, project=project)
-    if rules.ignores(event["command"], event["files"]):
+    named = (*event["files"], *named_paths(raw.tool_input))  # a read as well as a write
+    if rules.ignores(command_of(raw.tool_input), named, cwd):
         return empty
     spool = Spool(os.path.join(hooks_dir(env), "spool"))
     spooled: list[tuple[str, dict[str, Any]]] = []
