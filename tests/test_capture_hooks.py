@@ -311,6 +311,78 @@ def test_a_repository_can_opt_out_or_ignore_paths(
     assert kinds == ["hi"]
 
 
+def test_an_event_refused_for_good_is_set_aside_and_never_blocks_the_others(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    webapp = _repo(tmp_path)
+    pinned = _repo(tmp_path, "pinned")  # pins an environment this server does not have
+    (pinned / ".engram.toml").write_text('[environment]\nid = "env_01m8y4zg6ktxmd3q4xe3v1ca8x"\n')
+    port = free_port()
+    env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": f"http://127.0.0.1:{port}"}
+    spool_dir, rejected = home / "hooks" / "spool", home / "hooks" / "rejected"
+
+    def prompt(repo: Path, text: str, sid: str) -> dict[str, Any]:
+        return {"session_id": sid, "cwd": str(repo), "hook_event_name": "UserPromptSubmit",
+                "prompt": text}  # fmt: skip
+
+    # the server is down: a bad event and good ones are spooled, in this order
+    assert run_hook("claude", prompt(pinned, "pinned prompt", "p1"), env)[0] == 0
+    assert run_hook("claude", prompt(webapp, "spooled one", "w1"), env)[0] == 0
+    assert run_hook("claude", prompt(pinned, "second pinned", "p2"), env)[0] == 0
+    assert run_hook("claude", prompt(webapp, "spooled two", "w1"), env)[0] == 0
+    assert len(list(spool_dir.glob("*.json"))) == 4
+    with serve(engram, port):
+        start = {**prompt(webapp, "", "w2"), "hook_event_name": "SessionStart"}
+        code, out = run_hook("claude", start, env)
+        assert code == 0 and json.loads(out) is not None  # the new event got its answer
+        assert not list(spool_dir.glob("*.json"))  # the good ones delivered, the bad set aside
+        kept = sorted(rejected.glob("*.json"))
+        assert len(kept) == 2
+        assert stat.S_IMODE(rejected.stat().st_mode) == 0o700
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in kept)
+        assert {json.loads(p.read_text())["event"]["text"] for p in kept} == {
+            "pinned prompt",
+            "second pinned",
+        }
+        assert "does not exist" in json.loads(kept[0].read_text())["reason"]
+        # a new refused event, alone: set aside at once, and the next event still goes through
+        assert run_hook("claude", prompt(pinned, "third pinned", "p3"), env) == (0, "{}\n")
+        bad_env = {**env, "ENGRAM_ENV": "My Env"}
+        assert run_hook("claude", prompt(webapp, "bad env", "w3"), bad_env)[0] == 0
+        assert run_hook("claude", prompt(webapp, "after the refusals", "w4"), env)[0] == 0
+        engram.capture.drain()
+        texts = {o.text for o in engram.capture.search("spooled", actor, "webapp")}
+        texts |= {o.text for o in engram.capture.search("refusals", actor, "webapp")}
+        assert texts == {"spooled one", "spooled two", "after the refusals"}
+        sessions = {s.session_id for s in engram.capture.list_sessions(actor, "webapp")}
+        assert sessions == {"w1", "w2", "w4"}
+        assert len(list(rejected.glob("*.json"))) == 4
+        log = (home / "hooks" / "hook.log").read_text()
+        assert "refused by the server for good, set aside in" in log and "HTTP 404" in log
+        assert "environment 'My Env' does not exist" in log
+        # engram hooks flush says why; hooks status and doctor report the set-aside events
+        Spool(spool_dir).put({**json.loads(kept[0].read_text())["event"], "key": "claude-again1"})
+        cli_env = {**os.environ, **env, "HOME": str(tmp_path), "ENGRAM_EMBEDDER": "none"}
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [str(ENGRAM), "--home", str(home), *args],
+                env=cli_env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+
+        flushed = cli("hooks", "flush")
+        assert flushed.returncode == 1
+        assert "delivered 0 spooled events; 0 left" in flushed.stdout
+        assert "refused for good, set aside in" in flushed.stdout
+        assert "1 x HTTP 404: environment 'env_01m8y4zg6ktxmd3q4xe3v1ca8x' does not exist" in (
+            flushed.stdout
+        )
+        assert "rejected: 5 events the server refused for good" in cli("hooks", "status").stdout
+        doctor = cli("doctor", "--url", f"http://127.0.0.1:{port}", "--agent", "claude")
+        assert "FAIL capture: 5 captured events refused by the server for good" in doctor.stdout
+
+
 def test_ignore_paths_drops_reads_and_commands_that_name_an_ignored_path(
     engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
 ) -> None:

@@ -105,18 +105,36 @@ def status_cmd(
     directory = hooks_dir({"ENGRAM_HOME": str(state(ctx).settings.home)})
     spool = os.path.join(directory, "spool")
     typer.echo(f"spool: {Spool(spool).count()} events in {spool}")
+    refused = Spool(spool).count_rejected()
+    if refused:
+        typer.echo(
+            f"rejected: {refused} events the server refused for good, in "
+            f"{Spool(spool).rejected_dir} (the reasons are in the log)"
+        )
     typer.echo(f"log: {os.path.join(directory, 'hook.log')}")
 
 
 @app.command("flush")
 def flush_cmd(ctx: typer.Context) -> None:
     """Deliver the spooled events to the server now (they are also sent with the next event
-    any hook captures)."""
+    any hook captures), and say why any were not: an event the server refuses for good (an
+    environment that does not exist, an event that is not valid) is set aside in
+    <home>/hooks/rejected/ with the reason; exit 1 when any was not delivered."""
+    from collections import Counter
+
     from engram.hooks.client import flush
 
-    sent, left = flush({**os.environ, "ENGRAM_HOME": str(state(ctx).settings.home)})
-    typer.echo(f"delivered {sent} spooled events; {left} left")
-    if left:
+    env = {**os.environ, "ENGRAM_HOME": str(state(ctx).settings.home)}
+    done = flush(env)
+    typer.echo(f"delivered {done.sent} spooled events; {done.left} left")
+    if done.refused:
+        rejected = Spool(os.path.join(hooks_dir(env), "spool")).rejected_dir
+        typer.echo(f"refused for good, set aside in {rejected}: {len(done.refused)} events")
+        for reason, n in Counter(done.refused).most_common():
+            typer.echo(f"  {n} x {reason}")
+    if done.left:
+        typer.echo(f"not delivered: {done.error or 'the server did not take them'}")
+    if done.left or done.refused:
         raise typer.Exit(1)
 
 

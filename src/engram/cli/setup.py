@@ -260,6 +260,7 @@ def doctor(
         base, token, remote, st.settings.home, st.settings.embedder, st.settings.model_cache
     )
     results = [*checks.server_checks(target), checks.model_check(target)]
+    results.append(checks.spool_check(target))
     for a in session.chosen(_agents(agent), env, sys.platform):
         results += checks.agent_checks(a, env, sys.platform, Path.cwd())
     for c in results:

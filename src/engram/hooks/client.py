@@ -4,7 +4,10 @@ agent's output on stdout, exit 0 — always.
 The event is scrubbed and bounded here, before it leaves the machine, then posted to the
 server (``ENGRAM_URL``, default ``http://127.0.0.1:8765``) with any spooled events. When the
 server is down, slow or saturated (429) the event goes to the owner-only spool and is
-delivered with a later event. Session start waits for the server's context block and prints
+delivered with a later event. When the server refuses a batch for good (a 4xx other than 401,
+408 and 429), the new event is sent alone and the spooled ones in halves, until each refused
+event stands alone; those are set aside in ``rejected/`` with the reason (and logged), so one
+bad event never holds back the others. Session start waits for the server's context block and prints
 it in the agent's format. Any internal error prints the agent's valid empty output and is
 logged to ``<home>/hooks/hook.log``.
 
@@ -35,7 +38,7 @@ from engram.capture.repo import capture_mode, find_rules
 from engram.capture.which import choose
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
-from engram.hooks.wire import ServerUnavailable, post_json
+from engram.hooks.wire import Refused, ServerUnavailable, post_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,6 +49,9 @@ DEFAULT_URL = "http://127.0.0.1:8765"
 EVENT_TIMEOUT_S = 1.0
 START_TIMEOUT_S = 3.0
 MAX_STDIN = 8 * 1024 * 1024
+EVENTS_PATH = "/api/v1/capture/events"
+HOOK_RETRIES = 16
+"""Requests a hook may spend isolating refused spooled events (a flush spends what it needs)."""
 
 
 def log(env: Mapping[str, str], message: str) -> None:
@@ -119,40 +125,118 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     elif kind == K.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on"):
         path, timeout = "/api/v1/capture/prompt", START_TIMEOUT_S
     else:
-        path = "/api/v1/capture/events"
+        path = EVENTS_PATH
         timeout = float(env.get("ENGRAM_HOOK_TIMEOUT") or EVENT_TIMEOUT_S)
 
     def body() -> dict[str, Any]:  # once connected: with what the spool holds
         spooled.extend(spool.take())
         return {"events": [event, *(e for _, e in spooled)], **extra}
 
-    try:
-        answer = post(env, path, body, timeout)
-    except ServerUnavailable as exc:
+    def keep(exc: Exception) -> None:
         if not spool.put(event):
             log(env, f"spool full: dropped a {kind} event of {agent}")
         log(env, f"{agent} {raw.hook}: spooled ({exc})")
+
+    try:
+        answer = post(env, path, body, timeout)
+    except ServerUnavailable as exc:
+        keep(exc)
         return empty
-    spool.delivered([p for p, _ in spooled])
+    except Refused as exc:  # one event in the batch can never be taken: find which
+        answer = {}
+        if not spooled:
+            _reject(env, spool, None, event, exc)
+        else:
+            try:
+                answer = post(env, path, lambda: {"events": [event], **extra}, timeout)
+            except ServerUnavailable as again:
+                keep(again)
+            except Refused as again:
+                _reject(env, spool, None, event, again)
+            _isolate(env, spool, spooled, timeout, budget=HOOK_RETRIES)
+    else:
+        spool.delivered([p for p, _ in spooled])
     context = answer.get("context")
     return render_output(agent, raw.hook, context if isinstance(context, str) else "")
 
 
-def flush(env: Mapping[str, str]) -> tuple[int, int]:
-    """Deliver the spool in batches; returns (delivered, left)."""
+def _reject(
+    env: Mapping[str, str], spool: Spool, path: str | None, event: dict[str, Any], exc: Refused
+) -> None:
+    kept = spool.reject(path, event, str(exc))
+    where = f"set aside in {spool.rejected_dir}" if kept else "dropped (rejected/ is full)"
+    log(
+        env,
+        f"{event.get('agent')} {event.get('hook')}: refused by the server for good, {where} "
+        f"({exc})",
+    )
+
+
+class Delivery:
+    """What a delivery of spooled events did: how many were delivered, the reasons of those the
+    server refused for good (set aside in ``rejected/``), and why the rest was not delivered
+    (None when nothing was left)."""
+
+    __slots__ = ("error", "left", "refused", "sent")
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.left = 0
+        self.refused: list[str] = []
+        self.error: str | None = None
+
+
+def _isolate(
+    env: Mapping[str, str],
+    spool: Spool,
+    batch: list[tuple[str, dict[str, Any]]],
+    timeout: float,
+    *,
+    budget: int | None = None,
+    into: Delivery | None = None,
+) -> Delivery:
+    """Deliver spooled ``batch``, oldest first; a batch refused for good is sent again in
+    halves until each refused event stands alone and is set aside. Stops at a server that is
+    unavailable, or after ``budget`` requests (the rest stays spooled)."""
+    done = into if into is not None else Delivery()
+    pending = [batch] if batch else []
+    while pending:
+        if budget is not None:
+            if budget <= 0:
+                return done
+            budget -= 1
+        part = pending.pop(0)
+        try:
+            post(env, EVENTS_PATH, _events_of(part), timeout)
+        except ServerUnavailable as exc:
+            done.error = str(exc)
+            return done
+        except Refused as exc:
+            if len(part) > 1:
+                mid = len(part) // 2
+                pending[:0] = [part[:mid], part[mid:]]
+                continue
+            _reject(env, spool, part[0][0], part[0][1], exc)
+            done.refused.append(str(exc))
+            continue
+        spool.delivered([p for p, _ in part])
+        done.sent += len(part)
+    return done
+
+
+def flush(env: Mapping[str, str]) -> Delivery:
+    """Deliver the spool in batches, setting aside the events the server refuses for good."""
     spool = Spool(os.path.join(hooks_dir(env), "spool"))
-    sent = 0
-    while True:
+    done = Delivery()
+    while done.error is None:
         batch = spool.take()
         if not batch:
-            return sent, 0
-        try:
-            post(env, "/api/v1/capture/events", _events_of(batch), 10.0)
-        except ServerUnavailable as exc:
-            log(env, f"flush: {exc}")
-            return sent, spool.count()
-        spool.delivered([p for p, _ in batch])
-        sent += len(batch)
+            break
+        _isolate(env, spool, batch, 10.0, into=done)
+    if done.error is not None:
+        log(env, f"flush: {done.error}")
+    done.left = spool.count()
+    return done
 
 
 def _events_of(batch: list[tuple[str, dict[str, Any]]]) -> Callable[[], dict[str, Any]]:

@@ -16,13 +16,36 @@ if TYPE_CHECKING:
 
 
 class ServerUnavailable(Exception):
-    """The server did not take the request (down, timed out, 429, 5xx, bad answer)."""
+    """The server did not take the request (down, timed out, 401, 408, 429, 5xx, bad answer):
+    the same request may succeed later."""
+
+
+class Refused(Exception):
+    """The server refused the request for good (a 4xx other than 401, 408 and 429: an
+    environment that does not exist, an event that is not valid): sending it again cannot
+    succeed. The message is the status and the server's reason."""
+
+
+_RETRIED = (401, 408, 429)
+"""4xx answers that may change: a token fixed later, a timeout, a saturated server."""
+
+
+def _reason(data: bytes) -> str:
+    """The message of the server's error body, else the body's start."""
+    try:
+        error = loads(data).get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])[:500]
+    except (ValueError, AttributeError):
+        pass
+    return data[:200].decode("utf-8", "replace")
 
 
 def post_json(
     url: str, path: str, body: Callable[[], object], token: str, timeout: float
 ) -> dict[str, Any]:
-    """POST ``body()`` as JSON; the decoded 2xx answer, else :class:`ServerUnavailable`.
+    """POST ``body()`` as JSON; the decoded 2xx answer, else :class:`Refused` (for good) or
+    :class:`ServerUnavailable` (for now).
     Over plain HTTP the body is built once the connection is open: a hook whose server is
     down does not read its spool only to spool again."""
     headers = {"Content-Type": "application/json", "Connection": "close"}
@@ -37,6 +60,8 @@ def post_json(
             status, data = _http(host or "127.0.0.1", port or 80, target, body, headers, timeout)
     except (OSError, ValueError) as exc:
         raise ServerUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    if 400 <= status < 500 and status not in _RETRIED:
+        raise Refused(f"HTTP {status}: {_reason(data)}")
     if not 200 <= status < 300:
         raise ServerUnavailable(f"HTTP {status}: {data[:200]!r}")
     try:

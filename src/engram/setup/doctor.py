@@ -92,6 +92,33 @@ def server_checks(target: Target) -> list[Check]:
     return checks
 
 
+def spool_check(target: Target) -> Check:
+    """Whether captured events wait in the hooks' spool (not delivered yet) or were refused by
+    the server for good (set aside in ``rejected/``)."""
+    from engram.hooks.paths import hooks_dir
+    from engram.hooks.spool import Spool
+
+    directory = hooks_dir({"ENGRAM_HOME": str(target.engram_home)})
+    spool = Spool(os.path.join(directory, "spool"))
+    log = os.path.join(directory, "hook.log")
+    waiting, refused = spool.count(), spool.count_rejected()
+    if refused:
+        return Check(
+            "capture",
+            False,
+            f"{refused} captured events refused by the server for good, in {spool.rejected_dir}",
+            f"read why in {log} (or engram hooks flush), then delete {spool.rejected_dir}",
+        )
+    if waiting:
+        return Check(
+            "capture",
+            False,
+            f"{waiting} captured events wait in {spool.directory}",
+            "engram hooks flush (it says why they are not delivered)",
+        )
+    return Check("capture", True, "no event waits in the spool")
+
+
 def model_check(target: Target) -> Check:
     if target.remote:
         return Check("model", True, "the remote server embeds")
