@@ -126,6 +126,26 @@ CODEX_SESSION_START = {
 }
 
 
+def test_a_gemini_command_that_failed_is_marked_failed() -> None:
+    # Gemini CLI 0.61's real AfterTool payload: the exit status is only in llmContent
+    def after_tool(code: int) -> dict[str, Any]:
+        content = (
+            "<untrusted_context>\nOutput: ls: cannot access '/nonexistent': No such file or "
+            f"directory\nExit Code: {code}\nProcess Group PGID: 30400\n</untrusted_context>"
+        )
+        return {
+            "session_id": "g",
+            "cwd": "/r",
+            "hook_event_name": "AfterTool",
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": "ls /nonexistent"},
+            "tool_response": {"llmContent": content, "returnDisplay": "ls: cannot access"},
+        }
+
+    assert read_payload("gemini", after_tool(2)).failed
+    assert not read_payload("gemini", after_tool(0)).failed
+
+
 def test_each_agent_gets_its_own_output_format() -> None:
     for context in ("", "notes"):
         out = json.loads(render_output(Agent.CODEX, "SessionStart", context))

@@ -233,7 +233,9 @@ def _failed(output: Any) -> bool:
         metadata = output.get("metadata")
         if isinstance(metadata, dict):
             return _failed(metadata)
-        return False
+        # Gemini CLI: "…\nExit Code: 2\n…" inside the text it gives the model
+        llm = output.get("llmContent")
+        return isinstance(llm, str) and _failed(llm)
     if isinstance(output, str):
         head = output[:4096]
         if not any(w in fold(head) for w in _EXIT_WORDS):
