@@ -419,6 +419,31 @@ def test_ignore_paths_drops_reads_and_commands_that_name_an_ignored_path(
     assert secret.encode() not in stored_bytes(engram.store) + files_bytes(home)
 
 
+def test_the_hook_applies_the_homes_scrub_toml_before_spooling(tmp_path: Path) -> None:
+    from engram.capture.privacy import SCRUB_FILE
+    from engram.scrub.config import FILE
+
+    assert SCRUB_FILE == FILE
+    home = tmp_path / "h"
+    home.mkdir()
+    (home / FILE).write_text(
+        'allow = ["AKIAIOSFODNN7EXAMPLE"]\n[patterns]\ninternal_token = "itk_[A-Za-z0-9]{20,}"\n'
+    )
+    repo = _repo(tmp_path)
+    env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": f"http://127.0.0.1:{free_port()}"}
+    prompt = "scrubtest itk_abcdefghijklmnopqrstuvwx and docs key AKIAIOSFODNN7EXAMPLE"
+    payload = {"session_id": "s", "cwd": str(repo), "hook_event_name": "UserPromptSubmit"}
+    assert run_hook("claude", {**payload, "prompt": prompt}, env) == (0, "{}\n")
+    (spooled,) = (home / "hooks" / "spool").glob("*.json")
+    text = json.loads(spooled.read_text())["text"]
+    assert text == "scrubtest [REDACTED:internal_token] and docs key AKIAIOSFODNN7EXAMPLE"
+    # a scrub.toml that is not valid: nothing is captured (as the server refuses to start)
+    (home / FILE).write_text("[patterns]\nBad-Name = 'x'\n")
+    assert run_hook("claude", {**payload, "prompt": "again"}, env) == (0, "{}\n")
+    assert len(list((home / "hooks" / "spool").glob("*.json"))) == 1
+    assert "scrub.toml" in (home / "hooks" / "hook.log").read_text()
+
+
 def test_capture_off_takes_the_usual_false_values_and_fails_closed(
     engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
 ) -> None:

@@ -12,12 +12,13 @@ from engram.capture import vocab as K
 from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES
 from engram.capture.jsonio import dumps
 from engram.capture.privacy import clean, strip_scaffolding
+from engram.capture.privacy import scrub as builtin_scrub
 from engram.scrub.patterns import fold
 
 TYPE_CHECKING = False  # nothing but plain strings and dicts: the hook client starts faster
 if TYPE_CHECKING:
     import re
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from engram.capture.events import Event
@@ -314,10 +315,19 @@ def kind_of(agent: str, hook: str) -> str:
 
 
 def to_wire(
-    agent: str, raw: Raw, *, at: str, key: str, cwd: str, project: str | None
+    agent: str,
+    raw: Raw,
+    *,
+    at: str,
+    key: str,
+    cwd: str,
+    project: str | None,
+    scrub: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """The captured event in its wire form (what the hook posts and spools): every string
-    scrubbed and bounded, prompts without scaffolding."""
+    scrubbed (by ``scrub``, the site's scrubber; the built-in patterns by default) and bounded,
+    prompts without scaffolding."""
+    scrub = scrub or builtin_scrub
     kind = kind_of(agent, raw.hook)
     text = raw.text
     if kind == K.PROMPT:
@@ -338,11 +348,11 @@ def to_wire(
         "key": key,
         "hook": raw.hook[:100],
         "project": project,
-        "text": clean(text, PROMPT_BYTES),
+        "text": clean(text, PROMPT_BYTES, scrub),
         "tool": raw.tool[:200],
-        "command": clean(command, EXCERPT_BYTES),
-        "files": [clean(f, 1024) for f in files[:50]],
-        "output": clean(excerpt, EXCERPT_BYTES),
+        "command": clean(command, EXCERPT_BYTES, scrub),
+        "files": [clean(f, 1024, scrub) for f in files[:50]],
+        "output": clean(excerpt, EXCERPT_BYTES, scrub),
         "failed": raw.failed,
         "detail": raw.detail[:200],
         "extra": {},

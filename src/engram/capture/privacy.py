@@ -14,6 +14,10 @@ from engram.scrub.patterns import BUILTIN
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Callable
+
+SCRUB_FILE = "scrub.toml"
+"""The site's scrub settings in the Engram home (``engram.scrub.config.FILE``)."""
 
 # what harnesses wrap around or inject into the user's words (not the user speaking)
 _SCAFFOLD_TAGS = (
@@ -32,8 +36,31 @@ def scrub(text: str) -> str:
     return scrub_text(text, BUILTIN)[0]
 
 
-def clean(text: str, limit: int) -> str:
-    """Scrubbed, then bounded to ``limit`` UTF-8 bytes (head and tail kept)."""
+def site_scrub(home: str) -> Callable[[str], str]:
+    """What scrubs captured text for the Engram ``home``: the built-in patterns, plus the
+    site's patterns and allowlist when ``<home>/scrub.toml`` exists, read by the loader the
+    server and the CLI use (:func:`engram.scrub.config.load_scrub_config`; an invalid file
+    raises, so nothing is captured). Without the file nothing more is imported."""
+    import os
+
+    if not os.path.isfile(os.path.join(home, SCRUB_FILE)):
+        return scrub
+    from pathlib import Path
+
+    from engram.scrub.config import load_scrub_config
+    from engram.scrub.scrubber import Scrubber
+
+    scrubber = Scrubber(load_scrub_config(Path(home)))
+
+    def site(text: str) -> str:
+        return scrubber.scrub(text)[0] if text else text
+
+    return site
+
+
+def clean(text: str, limit: int, scrub: Callable[[str], str] = scrub) -> str:
+    """Scrubbed (by default with the built-in patterns), then bounded to ``limit`` UTF-8 bytes
+    (head and tail kept)."""
     return bound(scrub(text), limit)
 
 

@@ -33,7 +33,7 @@ from engram.capture.adapters import (
     to_wire,
 )
 from engram.capture.jsonio import loads
-from engram.capture.privacy import scrub
+from engram.capture.privacy import scrub, site_scrub
 from engram.capture.repo import capture_mode, find_rules
 from engram.capture.which import choose
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
@@ -111,7 +111,8 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
         return empty
     project = choose(None, env, cwd, rules)[0]  # the rule every edge follows
     key = f"{agent}-{os.urandom(16).hex()}"
-    event = to_wire(agent, raw, at=_now(payload), key=key, cwd=cwd, project=project)
+    site = site_scrub(engram_home(env))  # <home>/scrub.toml, as the server and the CLI read it
+    event = to_wire(agent, raw, at=_now(payload), key=key, cwd=cwd, project=project, scrub=site)
     named = (*event["files"], *named_paths(raw.tool_input))  # a read as well as a write
     if rules.ignores(command_of(raw.tool_input), named, cwd):
         return empty
