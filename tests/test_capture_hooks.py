@@ -444,6 +444,20 @@ def test_the_hook_applies_the_homes_scrub_toml_before_spooling(tmp_path: Path) -
     assert "scrub.toml" in (home / "hooks" / "hook.log").read_text()
 
 
+def test_a_context_budget_above_the_maximum_is_clamped_not_refused(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    _, home = owner
+    repo = _repo(tmp_path)
+    start = {"session_id": "tok", "cwd": str(repo), "hook_event_name": "SessionStart"}
+    with serve(engram) as url:
+        env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": url, "ENGRAM_CONTEXT_TOKENS": "99999"}
+        assert run_hook("claude", start, env)[0] == 0
+    assert not list((home / "hooks").glob("*/*.json"))  # neither spooled nor refused
+    log = (home / "hooks" / "hook.log").read_text()
+    assert "ENGRAM_CONTEXT_TOKENS=99999 is outside 100-8000: 8000 is used" in log
+
+
 def test_capture_off_takes_the_usual_false_values_and_fails_closed(
     engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
 ) -> None:

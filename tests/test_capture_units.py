@@ -146,6 +146,24 @@ def test_a_gemini_command_that_failed_is_marked_failed() -> None:
     assert not read_payload("gemini", after_tool(0)).failed
 
 
+def test_the_hook_clamps_the_context_budget_to_what_the_route_takes(tmp_path: Path) -> None:
+    from engram.api.routers.capture import SessionStartIn
+    from engram.capture.bounds import START_TOKENS
+    from engram.hooks.client import _context_tokens
+
+    schema = SessionStartIn.model_json_schema()["properties"]["max_tokens"]
+    assert (schema["minimum"], schema["maximum"]) == START_TOKENS
+    env = {"ENGRAM_HOME": str(tmp_path)}
+    assert _context_tokens({**env, "ENGRAM_CONTEXT_TOKENS": "99999"}) == 8000
+    assert _context_tokens({**env, "ENGRAM_CONTEXT_TOKENS": "5"}) == 100
+    assert _context_tokens({**env, "ENGRAM_CONTEXT_TOKENS": "3000"}) == 3000
+    assert _context_tokens({**env, "ENGRAM_CONTEXT_TOKENS": "lots"}) is None
+    assert _context_tokens(env) is None
+    log = (tmp_path / "hooks" / "hook.log").read_text()
+    assert "ENGRAM_CONTEXT_TOKENS=99999 is outside 100-8000: 8000 is used" in log
+    assert "ENGRAM_CONTEXT_TOKENS='lots' is not a number" in log
+
+
 def test_each_agent_gets_its_own_output_format() -> None:
     for context in ("", "notes"):
         out = json.loads(render_output(Agent.CODEX, "SessionStart", context))

@@ -7,6 +7,9 @@ PROMPT_BYTES = 16 * 1024
 """Prompts, assistant messages and compaction summaries."""
 EXCERPT_BYTES = 2 * 1024
 """Tool inputs and results."""
+START_TOKENS = (100, 8000)
+"""The range of a session-start block's token budget (``ENGRAM_CONTEXT_TOKENS``), as the
+session-start route takes it (``tests/test_capture_units.py`` pins the two together)."""
 
 
 def bound(text: str, limit: int) -> str:

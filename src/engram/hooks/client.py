@@ -32,6 +32,7 @@ from engram.capture.adapters import (
     render_output,
     to_wire,
 )
+from engram.capture.bounds import START_TOKENS
 from engram.capture.jsonio import loads
 from engram.capture.privacy import scrub, site_scrub
 from engram.capture.repo import capture_mode, find_rules
@@ -97,6 +98,22 @@ def utc_stamp(seconds: float) -> str:
     return f"{whole}.{millis % 1000:03d}Z"
 
 
+def _context_tokens(env: Mapping[str, str]) -> int | None:
+    """``ENGRAM_CONTEXT_TOKENS`` clamped to the range the server takes (logged when it is out
+    of range or not a number, then ignored); None when unset."""
+    text = env.get("ENGRAM_CONTEXT_TOKENS", "").strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        log(env, f"ENGRAM_CONTEXT_TOKENS={text[:40]!r} is not a number: the default is used")
+        return None
+    low, high = START_TOKENS
+    value = min(max(int(text), low), high)
+    if value != int(text):
+        log(env, f"ENGRAM_CONTEXT_TOKENS={text} is outside {low}-{high}: {value} is used")
+    return value
+
+
 def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> str:
     """Capture one payload; return what the hook prints."""
     raw = read_payload(agent, payload)
@@ -121,8 +138,9 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     extra: dict[str, Any] = {}
     if kind == K.SESSION_START:
         path, timeout = "/api/v1/capture/session-start", START_TIMEOUT_S
-        if env.get("ENGRAM_CONTEXT_TOKENS", "").isdigit():
-            extra["max_tokens"] = int(env["ENGRAM_CONTEXT_TOKENS"])
+        budget = _context_tokens(env)
+        if budget is not None:
+            extra["max_tokens"] = budget
     elif kind == K.PROMPT and env.get("ENGRAM_RECALL", "").lower() in ("1", "on"):
         path, timeout = "/api/v1/capture/prompt", START_TIMEOUT_S
     else:
