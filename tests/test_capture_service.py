@@ -145,6 +145,23 @@ def test_a_session_becomes_one_episode_kept_up_to_date(engram: Engram, clock: Fa
     assert len(engram.memories.history(first.id, LOCAL)) == 2
 
 
+def test_a_title_is_never_cut_inside_a_redaction_marker(engram: Engram, clock: FakeClock) -> None:
+    # the hook sends prompts scrubbed; a marker straddles the session title's 200 characters
+    # (in "long") or the episode title's 160 (in "short")
+    marker = "[REDACTED:aws_access_key_id]"
+    for session, pad in (("long", 180), ("short", 130)):
+        prompt = "x" * pad + f" My key is {marker} " + "y" * 100
+        engram.capture.ingest([ev("prompt", clock, session, text=prompt)], LOCAL)
+        engram.capture.ingest([ev("stop", clock, session, text="Done.")], LOCAL)
+    assert engram.capture.drain()
+    sessions = {s.session_id: s for s in engram.capture.list_sessions(LOCAL, "webapp")}
+    assert sessions["long"].title == "x" * 180 + " My key is"
+    episode = engram.memories.get(sessions["short"].episode_id or "", LOCAL)
+    assert episode.content.splitlines()[0].endswith("x My key is…")
+    for text in (*(s.title for s in sessions.values()), episode.content):
+        assert text.count("[REDACTED:") == text.count(marker)
+
+
 def test_an_idle_session_is_summarised(engram: Engram, clock: FakeClock) -> None:
     engram.capture.ingest([ev("prompt", clock, "quiet", text="Refactor the parser")], LOCAL)
     assert engram.capture.sweep_idle() == 0

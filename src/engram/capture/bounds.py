@@ -27,3 +27,21 @@ def bound(text: str, limit: int) -> str:
     tail = data[len(data) - tail_n :].decode("utf-8", "ignore") if tail_n else ""
     cut = len(data) - len(head.encode()) - len(tail.encode())
     return f"{head}\n…[{cut} bytes cut]…\n{tail}"
+
+
+_MARKER = "[REDACTED:"
+"""How a scrubbed secret's marker starts (``engram.scrub.core.marker``)."""
+
+
+def cut(text: str, limit: int, suffix: str = "") -> str:
+    """``text`` cut to at most ``limit`` characters, ``suffix`` (such as ``…``) included when
+    it is cut, and never inside a ``[REDACTED:…]`` marker: a marker the cut would split is left
+    out whole."""
+    if len(text) <= limit:
+        return text
+    end = max(limit - len(suffix), 0)
+    # the last marker that starts before the cut (its own start may already be cut)
+    start = text.rfind(_MARKER, 0, end + len(_MARKER) - 1)
+    if start != -1 and start < end and text.find("]", start) >= end:  # it runs past the cut
+        end = start
+    return text[:end].rstrip() + suffix

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Protocol
 
+from engram.capture.bounds import cut
 from engram.capture.events import EventKind
 
 
@@ -113,7 +114,7 @@ class SessionSummary:
 
 def _first_line(text: str, limit: int = 160) -> str:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return cut(line, limit, "…")
 
 
 def _sentences(text: str) -> list[str]:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from engram.actors import Actor
-from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound
+from engram.capture.bounds import EXCERPT_BYTES, PROMPT_BYTES, bound, cut
 from engram.capture.events import ENDING_KINDS, Event, EventKind, from_dict, validation_errors
 from engram.capture.sessions import parse_at, session_key
 from engram.errors import InvalidInput
@@ -108,7 +108,7 @@ def prepare_events(
             env_ids[actor, ev.project] = env_id
         sid = session_key(env_id, ev.agent.value, ev.session_id)
         at = parse_at(ev.at, now)
-        title = ev.text.splitlines()[0][:200] if ev.kind is EventKind.PROMPT and ev.text else ""
+        title = cut(ev.text.splitlines()[0], 200) if ev.kind is EventKind.PROMPT and ev.text else ""
         ended = at if ev.kind is EventKind.SESSION_END else None
         old = touches.get(sid)
         if old is None:
