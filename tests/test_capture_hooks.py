@@ -259,6 +259,25 @@ def test_the_hook_never_hurts_the_agent(tmp_path: Path) -> None:
     assert code == 0
     assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
     assert run_hook("nonsense", {}, env) == (0, "{}\n")
+    # the agent closed the hook's stdout before it answered: still exit 0, and a log line
+    hook = subprocess.Popen(
+        [str(Path(sys.executable).parent / "engram-hook"), "claude"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert hook.stdout is not None and hook.stdin is not None and hook.stderr is not None
+    hook.stdout.close()
+    hook.stdin.write(json.dumps({"session_id": "z", "hook_event_name": "SessionStart"}).encode())
+    hook.stdin.close()
+    assert hook.wait(timeout=30) == 0
+    assert hook.stderr.read() == b""
+    hook.stderr.close()
+    assert (
+        "output not delivered: BrokenPipeError"
+        in (tmp_path / "h" / "hooks" / "hook.log").read_text()
+    )
 
 
 def test_a_repository_can_opt_out_or_ignore_paths(

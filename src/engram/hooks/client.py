@@ -281,8 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a hook must never hurt the agent
         log(env, f"{args[:1]} {hook}: {type(exc).__name__}: {exc}")
         out = render_output(agent, hook) if agent is not None else "{}"
-    sys.stdout.write(out + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except OSError as exc:  # the agent closed our stdout (BrokenPipeError): not its problem
+        log(env, f"{args[:1]} {hook}: output not delivered: {type(exc).__name__}: {exc}")
+        try:  # noqa: SIM105 (contextlib costs the hook's start); stdout is flushed again at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
     if env.get("ENGRAM_HOOK_DEBUG"):
         log(env, f"{args[:1]} {hook}: {1000 * (time.perf_counter() - started):.1f} ms")
     return 0
