@@ -154,3 +154,14 @@ def test_settings_read_scrub_toml(tmp_path: Path) -> None:
     (home / "scrub.toml").write_text("allowed = []\n")
     with pytest.raises(InvalidInput, match="unknown setting"):
         load_scrub_config(home)
+
+
+def test_the_readme_names_only_kinds_the_scrubber_reports() -> None:
+    import re
+
+    from engram.scrub.patterns import BUILTIN
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    named = re.findall(r"redacted before storing: \d+ ([a-z_]+)", readme)
+    assert named
+    assert set(named) <= {p.kind for p in BUILTIN}
