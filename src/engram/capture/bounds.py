@@ -3,6 +3,8 @@ the outcome usually are."""
 
 from __future__ import annotations
 
+from engram.scrub.core import MARKER_START
+
 PROMPT_BYTES = 16 * 1024
 """Prompts, assistant messages and compaction summaries."""
 EXCERPT_BYTES = 2 * 1024
@@ -29,10 +31,6 @@ def bound(text: str, limit: int) -> str:
     return f"{head}\n…[{cut} bytes cut]…\n{tail}"
 
 
-_MARKER = "[REDACTED:"
-"""How a scrubbed secret's marker starts (``engram.scrub.core.marker``)."""
-
-
 def cut(text: str, limit: int, suffix: str = "") -> str:
     """``text`` cut to at most ``limit`` characters, ``suffix`` (such as ``…``) included when
     it is cut, and never inside a ``[REDACTED:…]`` marker: a marker the cut would split is left
@@ -41,7 +39,7 @@ def cut(text: str, limit: int, suffix: str = "") -> str:
         return text
     end = max(limit - len(suffix), 0)
     # the last marker that starts before the cut (its own start may already be cut)
-    start = text.rfind(_MARKER, 0, end + len(_MARKER) - 1)
+    start = text.rfind(MARKER_START, 0, end + len(MARKER_START) - 1)
     if start != -1 and start < end and text.find("]", start) >= end:  # it runs past the cut
         end = start
     return text[:end].rstrip() + suffix

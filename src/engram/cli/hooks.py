@@ -104,12 +104,13 @@ def status_cmd(
         typer.echo(f"{a.value}: {wired} ({st.path})")
     directory = hooks_dir({"ENGRAM_HOME": str(state(ctx).settings.home)})
     spool = os.path.join(directory, "spool")
-    typer.echo(f"spool: {Spool(spool).count()} events in {spool}")
-    refused = Spool(spool).count_rejected()
+    spooled = Spool(spool)
+    typer.echo(f"spool: {spooled.count()} events in {spool}")
+    refused = spooled.count_rejected()
     if refused:
         typer.echo(
             f"rejected: {refused} events the server refused for good, in "
-            f"{Spool(spool).rejected_dir} (the reasons are in the log)"
+            f"{spooled.rejected_dir} (the reasons are in the log)"
         )
     typer.echo(f"log: {os.path.join(directory, 'hook.log')}")
 

@@ -16,9 +16,13 @@ PRIVATE = "private"
 """The kind counted for a dropped ``<private>…</private>`` span (it leaves no marker)."""
 
 
+MARKER_START = "[REDACTED:"
+"""How every marker starts (a text cut short must not split one)."""
+
+
 def marker(kind: str) -> str:
     """What replaces a secret of ``kind``."""
-    return f"[REDACTED:{kind}]"
+    return f"{MARKER_START}{kind}]"
 
 
 def scrub_text(

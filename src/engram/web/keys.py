@@ -22,9 +22,13 @@ ISSUED = "engram_issued_token"
 ISSUED_PATH = f"{PREFIX}/keys"
 
 
-def _page(request: Request, viewer: Viewer, issued: IssuedKey | None, note: str) -> HTMLResponse:
+def _page(request: Request, viewer: Viewer, issued_id: str, token: str, note: str) -> HTMLResponse:
+    """The keys page; with the id of a key just issued and its token (from the cookie), the
+    token shown this once."""
     keys = viewer.engram.accounts.list_keys(viewer.actor)
     grants = viewer.engram.oauth.list_grants(viewer.actor)
+    key = next((k for k in keys if k.id == issued_id), None) if issued_id and token else None
+    issued = None if key is None else IssuedKey(key=key, token=token)
     return render(
         request,
         viewer,
@@ -46,13 +50,7 @@ def keys(
 ) -> HTMLResponse:
     """The keys; after a create or rotate (``issued`` = the key's id) its token, this once."""
     token = request.cookies.get(ISSUED, "")
-    shown = None
-    if issued and token:
-        key = next(
-            (k for k in viewer.engram.accounts.list_keys(viewer.actor) if k.id == issued), None
-        )
-        shown = None if key is None else IssuedKey(key=key, token=token)
-    response = _page(request, viewer, shown, note)
+    response = _page(request, viewer, issued, token, note)
     if token:
         response.delete_cookie(ISSUED, path=ISSUED_PATH, httponly=True, samesite="strict")
     return response
