@@ -81,8 +81,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def engram(store: Store, clock: FakeClock) -> Engram:
-    return Engram(store, clock=clock)
+def engram(store: Store, clock: FakeClock) -> Iterator[Engram]:
+    e = Engram(store, clock=clock)
+    yield e
+    e.accesses.close()  # its counts written before the store closes
 
 
 @pytest.fixture(scope="session")
@@ -102,9 +104,13 @@ def default_embedder(model_cache: Path) -> StaticEmbedder:
 
 
 @pytest.fixture
-def semantic_engram(store: Store, clock: FakeClock, default_embedder: StaticEmbedder) -> Engram:
+def semantic_engram(
+    store: Store, clock: FakeClock, default_embedder: StaticEmbedder
+) -> Iterator[Engram]:
     """An Engram with the default embedder: hybrid search and context assembly."""
-    return Engram(store, clock=clock, embedder=default_embedder)
+    e = Engram(store, clock=clock, embedder=default_embedder)
+    yield e
+    e.accesses.close()  # its counts written before the store closes
 
 
 @pytest.fixture

@@ -101,11 +101,13 @@ def test_preview_does_not_count_access_but_assemble_does(semantic_engram: Engram
     e = semantic_engram
     seed(e)
     e.context.assemble(LOCAL, "coffee", preview=True)
+    e.accesses.flush()  # reads are counted a moment later (engram.service.accesses)
     page = e.memories.list_memories(LOCAL)
     assert all(m.access_count == 0 for m in page.items)
     ctx = e.context.assemble(LOCAL, "coffee")
     used = {i.memory_id for t in ctx.tiers for i in t.items}
     assert used
+    e.accesses.flush()
     for m in e.memories.list_memories(LOCAL).items:
         assert m.access_count == (1 if m.id in used else 0)
 

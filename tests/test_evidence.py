@@ -158,6 +158,7 @@ def test_access_counts_only_what_was_delivered(semantic_engram: Engram) -> None:
     returned = {r.memory.id for r in found.items}
     ctx = engram.context.assemble(LOCAL, "staging cluster", max_tokens=64)
     packed = {i.memory_id for t in ctx.tiers for i in t.items}
+    engram.accesses.flush()  # reads are counted a moment later (engram.service.accesses)
     for m in engram.memories.list_memories(LOCAL, limit=100).items:
         expected = (m.id in returned) + (m.id in packed)
         assert m.access_count == expected, m.content

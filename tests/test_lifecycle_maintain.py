@@ -16,6 +16,7 @@ from engram.lifecycle import LifecycleConfig
 from engram.lifecycle.compaction import pick_facts
 from engram.lifecycle.decay import retention
 from engram.models import Layer
+from engram.store import Access
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
 
@@ -43,7 +44,7 @@ def test_decay_flags_after_120_idle_days_and_never_deletes(
 
     clock.advance(days=119)
     assert engram.lifecycle.maintain(LOCAL).flagged == []
-    engram.store.record_access([read.id], clock())  # a read is a touch
+    engram.store.record_access([Access(read.id, 1, clock())])  # a read is a touch
     clock.advance(days=1, minutes=1)
     report = engram.lifecycle.maintain(LOCAL)
     assert [e.memory_id for e in report.flagged] == [low.id]

@@ -17,6 +17,7 @@ from engram.lifecycle import WriteAction
 from engram.lifecycle.claims import claims
 from engram.lifecycle.contradiction import Strength, Verdict, check, restates
 from engram.models import Status
+from engram.store import Access
 from engram.store.reviews import ReviewStatus
 from tests.conftest import FakeClock
 
@@ -307,7 +308,7 @@ def test_decay_never_flags_a_memory_that_was_used(engram: Engram, clock: FakeClo
     noise = engram.memories.add(NewMemory(content="Saw a blue car once", importance=0.05), LOCAL)
     used = engram.memories.add(NewMemory(content="Gate code is 4411", importance=0.05), LOCAL)
     for _ in range(3):  # read three times, long ago
-        engram.store.record_access([used.id], clock())
+        engram.store.record_access([Access(used.id, 1, clock())])
     clock.advance(days=400)
     report = engram.lifecycle.maintain(LOCAL)
     assert [e.memory_id for e in report.flagged] == [noise.id]

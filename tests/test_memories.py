@@ -23,6 +23,7 @@ from engram import (
 )
 from engram.lifecycle.changes import record as record_change
 from engram.models import Action
+from engram.store import Access
 from engram.store.protocol import EmbeddingUpdate, Store
 from engram.store.sqlite import SQLiteStore
 from tests.conftest import FakeClock
@@ -158,7 +159,7 @@ def test_restore_to_older_version_keeps_usage_counters(
     m = engram.memories.add(fact("v1 text"), LOCAL)
     engram.memories.update(m.id, MemoryPatch(content="v2 text"), LOCAL)
     engram.memories.update(m.id, MemoryPatch(content="v3 text", tags=["x"]), LOCAL)
-    store.record_access([m.id], clock())
+    store.record_access([Access(m.id, 1, clock())])
     restored = engram.memories.restore(m.id, LOCAL, version=1)
     assert restored.content == "v1 text" and restored.tags == [] and restored.version == 4
     assert restored.access_count == 1

@@ -146,6 +146,7 @@ def test_search_counts_access(semantic_engram: Engram) -> None:
     e.search.search("VPN config", LOCAL)
     e.search.search("VPN config", LOCAL)
     e.search.search("VPN config", LOCAL, count_access=False)
+    e.accesses.flush()  # reads are counted a moment later (engram.service.accesses)
     got = e.memories.get(m, LOCAL)
     assert got.access_count == 2 and got.last_accessed_at is not None
     result = e.search.search("VPN config", LOCAL, count_access=False)

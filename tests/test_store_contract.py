@@ -21,7 +21,7 @@ from engram.models import (
     ProcedureDetails,
     Status,
 )
-from engram.store import Change, EmbeddingUpdate, Store
+from engram.store import Access, Change, EmbeddingUpdate, Store
 from engram.text import content_hash
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -151,10 +151,15 @@ def test_record_access_rank_fields_and_purge(store: Store) -> None:
     _env(store)
     store.write([_change(_memory("m1", "one")), _change(_memory("m2", "two", category="tool"))])
     at = T0 + timedelta(hours=2)
-    store.record_access(["m1", "m1", "m2"], at)
+    later = at + timedelta(minutes=5)
+    # one id listed twice (two flushes' worth in one write): the reads add up, the latest wins
+    store.record_access([Access("m1", 1, later), Access("m1", 1, at), Access("m2", 1, at)])
     got = {m.id: m for m in store.get(["m1", "m2"])}
     assert (got["m1"].access_count, got["m2"].access_count) == (2, 1)
-    assert got["m1"].last_accessed_at == at
+    assert got["m1"].last_accessed_at == later and got["m2"].last_accessed_at == at
+    store.record_access([Access("m2", 3, at - timedelta(hours=1))])  # an older read: counted
+    (m2,) = store.get(["m2"])
+    assert m2.access_count == 4 and m2.last_accessed_at == at  # ... but not the latest
     assert len(store.versions("m1")) == 1  # an access is not a version
     fields = {f.memory_id: f for f in store.rank_fields(["m2", "m1", "nope"])}
     assert fields["m1"].access_count == 2 and fields["m2"].updated_at == T0

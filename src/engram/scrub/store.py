@@ -42,6 +42,7 @@ from engram.store.oauth import ClientRecord, CodeRecord, GrantRecord, OAuthStore
 from engram.store.oauth_registry import ClientRegistry
 from engram.store.profile import ProfileEntry, ProfileStore
 from engram.store.protocol import (
+    Access,
     Change,
     EmbeddingUpdate,
     Erasure,
@@ -278,8 +279,8 @@ class ScrubbingStore(_Audited):
     def versions(self, memory_id: str) -> list[MemoryVersion]:
         return self.inner.versions(memory_id)
 
-    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        self.inner.record_access(memory_ids, at)
+    def record_access(self, accesses: Sequence[Access]) -> None:
+        self.inner.record_access(accesses)
 
     def keyword_search(
         self, query: str, flt: MemoryFilter, *, limit: int, also: Sequence[str] = ()

@@ -430,7 +430,7 @@ class ContextService:
         # untrimmed, every packed line is in the text (no search of it for each)
         included = [i.memory_id for t in tiers for i in t.items if not trimmed or i.text in text]
         if included and not preview:
-            self._store.record_access(included, self._clock())
+            self._search.accesses.record(included, self._clock())
         timings["total_ms"] = _ms(t0)
         return AssembledContext(
             text=text,

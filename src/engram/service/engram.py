@@ -17,6 +17,7 @@ from engram.models import Environment, MemoryFilter
 from engram.private_files import prepare_home
 from engram.scrub import Scrubber
 from engram.scrub.store import ScrubbingStore
+from engram.service.accesses import AccessRecorder
 from engram.service.accounts import AccountService, load_secret
 from engram.service.archive import ArchiveService
 from engram.service.audit import AuditLog
@@ -85,7 +86,11 @@ class Engram:
         self.web_sessions = WebSessionService(store, clock, self.accounts)
         self.environments = EnvironmentService(store, clock, self.audit)
         self.memories = MemoryService(store, clock, self.environments, self.scrubber)
-        self.search = SearchService(store, clock, self.environments, embedder)
+        # reads counted a moment later, off the request's path, merged into one write
+        self.accesses = AccessRecorder(store)
+        self.search = SearchService(
+            store, clock, self.environments, embedder, accesses=self.accesses
+        )
         # embeds new memories; the server runs it in the background (start_indexer)
         self.indexer = Indexer(store, embedder) if embedder is not None else None
         self.soul = SoulService(store, clock, self.environments, self.scrubber)
@@ -216,6 +221,7 @@ class Engram:
         self.capture.stop()
         if self.indexer is not None:
             self.indexer.stop()
+        self.accesses.close()
         self.store.close()
 
     def __enter__(self) -> Engram:

@@ -42,6 +42,7 @@ from engram.retrieval.scoring import (
     total,
 )
 from engram.retrieval.when import named_times
+from engram.service.accesses import AccessRecorder
 from engram.service.environments import EnvironmentService
 from engram.store import Store
 from engram.store.protocol import Hit, KeywordQuery, RankFields, Vector, VectorQuery
@@ -80,8 +81,11 @@ class SearchService:
         embedder: Embedder | None,
         scoring: ScoringConfig | None = None,
         candidates: int = 100,
+        accesses: AccessRecorder | None = None,
     ) -> None:
         self._store = store
+        # reads are counted off the request's path (engram.service.accesses)
+        self.accesses = accesses or AccessRecorder(store)
         self._clock = clock
         self._envs = environments
         self._embedder = embedder
@@ -116,7 +120,7 @@ class SearchService:
         flt = self._filter(flt, env.id, include_superseded)
         items = self.rank(query, flt, mode=mode, limit=limit)
         if count_access and items:
-            self._store.record_access([i.memory.id for i in items], self._clock())
+            self.accesses.record([i.memory.id for i in items], self._clock())
         return SearchResult(
             query=query,
             mode=mode,

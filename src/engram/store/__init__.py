@@ -6,6 +6,7 @@ from pathlib import Path
 
 from engram.errors import InvalidInput, MissingDependency
 from engram.store.protocol import (
+    Access,
     Change,
     EmbeddingUpdate,
     Hit,
@@ -38,6 +39,7 @@ def open_store(url: str | Path) -> Store:
 
 
 __all__ = [
+    "Access",
     "Change",
     "EmbeddingUpdate",
     "Hit",

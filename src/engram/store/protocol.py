@@ -54,6 +54,15 @@ class Erasure:
     history and snapshots, and their kept idempotent answers."""
 
 
+class Access(NamedTuple):
+    """What :meth:`Store.record_access` adds to one memory: ``reads`` more reads, the latest
+    at ``at`` (its ``last_accessed_at`` becomes ``at`` unless a later read is stored)."""
+
+    memory_id: str
+    reads: int
+    at: datetime
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """One memory's new state and the version that records it."""
@@ -332,8 +341,9 @@ class Store(Protocol):
 
     def versions(self, memory_id: str) -> list[MemoryVersion]: ...
 
-    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        """Count a read: bump ``access_count`` and ``last_accessed_at`` (no version)."""
+    def record_access(self, accesses: Sequence[Access]) -> None:
+        """Count reads: add each one's ``reads`` to ``access_count`` and move
+        ``last_accessed_at`` to its ``at`` if that is later (no version; one transaction)."""
         ...
 
     def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from datetime import datetime
 
 from psycopg import sql
 
@@ -53,6 +52,7 @@ from engram.store.postgres.rows import (
 )
 from engram.store.postgres.soul import PostgresSoulStore
 from engram.store.protocol import (
+    Access,
     Change,
     EmbeddingUpdate,
     Erasure,
@@ -279,21 +279,27 @@ class PostgresStore:
         return [ROWS.version(r) for r in rows]
 
     @retried
-    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
+    def record_access(self, accesses: Sequence[Access]) -> None:
+        if not accesses:
             return
         with self.db.tx(pipeline=True) as conn:
             # access counts are a ranking signal, not data: their commit does not wait for the
             # WAL flush (a crash may lose the last fraction of a second of them, never more,
-            # and never part of a transaction); every search and assembly makes one
+            # and never part of a transaction)
             conn.execute("SET LOCAL synchronous_commit = off")
-            # one bump per mention, rows locked in id order (no deadlock between readers)
+            # rows locked in id order (no deadlock between two processes' flushes)
             conn.execute(
                 "UPDATE memories m SET access_count = m.access_count + c.n, "
-                "last_accessed_at = %s FROM ("
-                "SELECT id, count(*) AS n FROM unnest(%s::text[]) AS id GROUP BY id ORDER BY id"
+                "last_accessed_at = GREATEST(m.last_accessed_at, c.at) FROM ("
+                "SELECT id, sum(n)::int AS n, max(at) AS at "
+                "FROM unnest(%s::text[], %s::int[], %s::timestamptz[]) AS a(id, n, at) "
+                "GROUP BY id ORDER BY id"
                 ") c WHERE m.id = c.id",
-                (at, list(memory_ids)),
+                (
+                    [a.memory_id for a in accesses],
+                    [a.reads for a in accesses],
+                    [a.at for a in accesses],
+                ),
             )
 
     @retried

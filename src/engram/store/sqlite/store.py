@@ -11,7 +11,6 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
-from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.protocol import (
+    Access,
     Change,
     EmbeddingUpdate,
     Erasure,
@@ -358,14 +358,14 @@ class SQLiteStore:
         )
         return [ROWS.version(r) for r in rows]
 
-    def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        if not memory_ids:
+    def record_access(self, accesses: Sequence[Access]) -> None:
+        if not accesses:
             return
         with self.db.tx() as conn:
             conn.executemany(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? "
-                "WHERE id = ?",
-                [(at.timestamp(), i) for i in memory_ids],
+                "UPDATE memories SET access_count = access_count + ?, "
+                "last_accessed_at = max(coalesce(last_accessed_at, ?), ?) WHERE id = ?",
+                [(a.reads, a.at.timestamp(), a.at.timestamp(), a.memory_id) for a in accesses],
             )
 
     def purge(self, memory_ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
