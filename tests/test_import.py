@@ -82,6 +82,37 @@ def test_preview_then_commit_then_reimport_adds_nothing(engram: Engram, tmp_path
     assert engram.store.count(MemoryFilter()) == count
 
 
+def test_a_later_export_adds_the_turns_of_a_continued_conversation(
+    engram: Engram, tmp_path: Path
+) -> None:
+    turns = [
+        ("user", "We decided to use PostgreSQL for the billing service."),
+        ("assistant", "PostgreSQL it is."),
+    ]
+
+    def export(name: str, conv_turns: list[tuple[str, str]]) -> Path:
+        path = tmp_path / name
+        convs = [fx.chatgpt_conversation("conv-db", "Database choice", conv_turns, fx.T0)]
+        path.write_text(json.dumps(convs))
+        return path
+
+    first = engram.imports.commit(engram.imports.read(export("first.json", turns)), LOCAL)
+    assert first.conversations == 1 and first.messages_added == 2
+    # next month's export: the same conversation, continued by one turn
+    later = engram.imports.read(
+        export("later.json", [*turns, ("user", "Also, I prefer pytest over unittest for tests.")])
+    )
+    preview = engram.imports.preview(later, LOCAL)
+    assert preview.duplicates.conversations == 0 and preview.duplicates.messages == 2
+    report = engram.imports.commit(later, LOCAL)
+    # before, the conversation was skipped whole: 0 new messages, the new turn never stored
+    assert (report.conversations, report.messages_added, report.already_imported) == (1, 1, 0)
+    found = engram.search.search("pytest unittest", LOCAL, count_access=False)
+    assert any("pytest" in i.memory.content for i in found.items)
+    again = engram.imports.commit(engram.imports.read(tmp_path / "later.json"), LOCAL)
+    assert (again.conversations, again.messages_added, again.already_imported) == (0, 0, 1)
+
+
 def test_an_interrupted_import_resumes_without_duplicates(engram: Engram, tmp_path: Path) -> None:
     bundle = engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip", extra=6))
     calls = 0

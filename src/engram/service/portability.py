@@ -126,8 +126,8 @@ class ImportService:
             done = self._store.imports.seen(env.id, keys)
             for conv in convs:
                 stored = self._stored_messages(env, conv, actor)
-                if _CONVERSATION_KEY + conv.key in done:
-                    dup["conversations"] += 1
+                if _CONVERSATION_KEY + conv.key in done and stored >= len(conv.messages):
+                    dup["conversations"] += 1  # a continued one is not: its new turns are
                 dup["messages"] += min(stored, len(conv.messages))
         for env_name, mems in _by_env(bundle.memories).items():
             env = envs.get(env_name)
@@ -223,10 +223,14 @@ class ImportService:
             env = envs[env_name]
             seen = self._store.imports.seen(env.id, [_CONVERSATION_KEY + c.key for c in convs])
             for conv in convs:
-                if _CONVERSATION_KEY + conv.key in seen:
-                    tally.counts["already_imported"] += 1
+                again = _CONVERSATION_KEY + conv.key in seen
+                # an export is cumulative: a conversation imported before may have been
+                # continued (or another branch shown) since; its stored messages are skipped by
+                # their ids, new ones added and read by extraction
+                if self._conversation(conv, env, actor, tally) or not again:
+                    tally.counts["conversations"] += 1
                 else:
-                    self._conversation(conv, env, actor, tally)
+                    tally.counts["already_imported"] += 1
                 step(len(conv.messages))
         counts = tally.counts
         return ImportReport(
@@ -246,7 +250,8 @@ class ImportService:
 
     def _conversation(
         self, conv: ImportedConversation, env: Environment, actor: Actor, tally: _Tally
-    ) -> None:
+    ) -> bool:
+        """Deliver ``conv`` through extraction; whether it added a message."""
         new = NewConversation(
             id=conversation_id(env, conv),
             source=conv.source,
@@ -254,18 +259,20 @@ class ImportService:
             started_at=conv.started_at,
             metadata={**conv.metadata, "import": {"format": conv.source, "key": conv.key}},
         )
+        added = 0
         for start in range(0, len(conv.messages), MAX_MESSAGES):
             chunk = conv.messages[start : start + MAX_MESSAGES]
             result = self._extraction.extract(
                 ConversationInput(conversation=new, messages=chunk), actor, env.id
             )
-            tally.counts["messages_added"] += result.messages_added
+            added += result.messages_added
             for outcome in result.outcomes:
                 tally.counts[f"memories_{outcome.action}"] += 1
-        tally.counts["conversations"] += 1
+        tally.counts["messages_added"] += added
         # recorded last: an import stopped part-way re-reads this conversation (its messages
         # are deduplicated by their ids, and extraction resumes after what it already read)
         self._store.imports.record(env.id, [(_CONVERSATION_KEY + conv.key, new.id or "")])
+        return added > 0
 
     def _ensure_envs(
         self, bundle: Bundle, actor: Actor, target: Environment, tally: _Tally
