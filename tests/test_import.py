@@ -312,6 +312,50 @@ def test_cli_preview_import_export_and_archive(
     assert "no such file" in capsys.readouterr().err
 
 
+def test_a_title_made_from_a_prompt_keeps_no_part_of_a_secret(
+    engram: Engram, tmp_path: Path
+) -> None:
+    """Gemini Takeout has no titles: the import makes one from the first prompt. It is
+    scrubbed before it is cut; cut first, a secret split by the cut no longer matched its
+    pattern and its first part was stored (title, episode, versions) and shown in the preview."""
+    secrets = fakes()
+    records = []
+    for day, secret in enumerate(secrets):
+        for cut_at in (80, 120):  # the old cut and the new one
+            lead = "Please wire up the deploy script for our staging box, with this: "
+            prompt = (lead + "x" * 200)[: cut_at - 12] + " " + secret.text + " and use it"
+            at = f"2026-07-{1 + day % 28:02d}T{6 + cut_at // 40:02d}:00:00.000Z"
+            records.append(
+                {
+                    "header": "Gemini Apps",
+                    "title": "Prompted " + prompt,
+                    "time": at,
+                    "products": ["Gemini Apps"],
+                    "safeHtmlItem": [{"html": "<p>Done.</p>"}],
+                }
+            )
+    path = tmp_path / "My Activity.json"
+    path.write_text(json.dumps(records))
+    bundle = engram.imports.read(path)
+    sample = " ".join(engram.imports.preview(bundle, LOCAL).sample)
+    engram.imports.commit(bundle, LOCAL)
+    stored = [m.content for m in engram.store.list_memories(MemoryFilter(), limit=1000)]
+    stored += [
+        v.snapshot.content
+        for m in engram.store.list_memories(MemoryFilter(), limit=1000)
+        for v in engram.store.versions(m.id)
+    ]
+    memories = engram.store.list_memories(MemoryFilter(), limit=1000)
+    convs = {m.thread for m in memories if m.thread}
+    assert len(convs) == 2 * len(secrets)
+    got = [engram.extraction.conversations.get_conversation(c) for c in convs]
+    titles = [c.title for c in got if c is not None]
+    text = "\n".join([sample, *map(str, stored), *titles])
+    assert "wire up the deploy" in text  # the titles and episodes are there...
+    for secret in secrets:  # ...without any part of a secret
+        assert secret.tail[:6] not in text, secret.kind
+
+
 def test_cli_preview_shows_the_sample_scrubbed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -75,7 +75,8 @@ def _conversation(
         ImportedConversation(
             key=source_id(session) if session else stable_key(source, entry.name),
             source=source,
-            title=" ".join(first_user.split())[:80],
+            # whole: the import scrubs it, then cuts it (a cut first could split a secret)
+            title=" ".join(first_user.split()),
             started_at=messages[0].created_at,
             messages=messages,
             metadata={"cwd": cwd} if cwd else {},

@@ -138,7 +138,8 @@ def group(turns: list[_Turn]) -> list[ImportedConversation]:
             ImportedConversation(
                 key=first.thread or stable_key(FORMAT, first.at.isoformat(), first.prompt),
                 source=FORMAT,
-                title=first.prompt[:80],
+                # whole: the import scrubs it, then cuts it (a cut first could split a secret)
+                title=first.prompt,
                 started_at=first.at,
                 messages=messages,
             )

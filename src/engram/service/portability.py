@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 from engram.accounts import Role
 from engram.actors import Actor
+from engram.capture.bounds import cut
 from engram.clock import Clock
 from engram.errors import InvalidInput, NotFound
 from engram.extraction.conversation import NewConversation
@@ -49,6 +50,10 @@ _SAMPLE = 5
 _BATCH = 200
 """Memories stored in one lifecycle batch (one transaction) before their keys are recorded."""
 _SKIPPED_SHOWN = 50
+_TITLE_CHARS = 120
+"""A conversation's title at most (the importers make one from the first prompt when the
+export has none)."""
+_SAMPLE_CHARS = 100
 _CONVERSATION_KEY = "conversation:"
 
 
@@ -142,7 +147,7 @@ class ImportService:
             new_environments=sorted(
                 {e.name for e in bundle.environments if envs.get(e.name) is None}
             ),
-            sample=_sample(bundle),
+            sample=self._sample(bundle),
             skipped=[
                 SkippedItem(file=s.file, entry=s.entry, reason=s.reason)
                 for s in bundle.skipped[:_SKIPPED_SHOWN]
@@ -150,6 +155,18 @@ class ImportService:
             skipped_total=len(bundle.skipped),
         )
         return scrub_value(self._scrubber, shown)[0]
+
+    def _sample(self, bundle: Bundle) -> list[str]:
+        out = []
+        for c in bundle.conversations[:_SAMPLE]:
+            title = self._shown(c.title, _TITLE_CHARS) or c.key
+            first = self._shown(c.messages[0].content, _SAMPLE_CHARS)
+            out.append(f"conversation {title!r} ({len(c.messages)} messages): {first}")
+        for m in bundle.memories[:_SAMPLE]:
+            memory = m.memory
+            text = self._shown(memory.content, _SAMPLE_CHARS)
+            out.append(f"{memory.layer.value} ({memory.category}): {text}")
+        return out
 
     def _stored_messages(self, env: Environment, conv: ImportedConversation, actor: Actor) -> int:
         # imported conversation ids are the importer's own (caller ids are scoped per user)
@@ -255,7 +272,7 @@ class ImportService:
         new = NewConversation(
             id=conversation_id(env, conv),
             source=conv.source,
-            title=conv.title[:500],
+            title=self._shown(conv.title, _TITLE_CHARS),
             started_at=conv.started_at,
             metadata={**conv.metadata, "import": {"format": conv.source, "key": conv.key}},
         )
@@ -273,6 +290,12 @@ class ImportService:
         # are deduplicated by their ids, and extraction resumes after what it already read)
         self._store.imports.record(env.id, [(_CONVERSATION_KEY + conv.key, new.id or "")])
         return added > 0
+
+    def _shown(self, text: str, limit: int) -> str:
+        """``text`` on one line, scrubbed, then cut to ``limit`` characters (never inside a
+        redaction marker): cut first, a secret split by the cut would no longer match its
+        pattern and its first part would be kept."""
+        return cut(self._scrubber.scrub(" ".join(text.split()))[0], limit, "…")
 
     def _ensure_envs(
         self, bundle: Bundle, actor: Actor, target: Environment, tally: _Tally
@@ -316,13 +339,3 @@ def _sources(bundle: Bundle) -> list[SourceCounts]:
     if bundle.environments:  # only Claude's projects become environments
         counts.setdefault("claude", Counter())["environments"] += len(bundle.environments)
     return [SourceCounts(format=f, **c) for f, c in counts.items()]
-
-
-def _sample(bundle: Bundle) -> list[str]:
-    out = []
-    for c in bundle.conversations[:_SAMPLE]:
-        first = " ".join(c.messages[0].content.split())[:100]
-        out.append(f"conversation {c.title or c.key!r} ({len(c.messages)} messages): {first}")
-    for m in bundle.memories[:_SAMPLE]:
-        out.append(f"{m.memory.layer.value} ({m.memory.category}): {m.memory.content[:100]}")
-    return out
