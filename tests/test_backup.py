@@ -117,3 +117,54 @@ def test_postgres_stores_are_pointed_to_pg_dump(
     assert "pg_dump" in capsys.readouterr().err
     assert main([*args, "restore-backup", str(tmp_path / "b")]) == 2
     assert "pg_restore" in capsys.readouterr().err
+
+
+def test_a_restored_home_reads_its_stored_provider_keys(tmp_path: Path) -> None:
+    """The provider keys are encrypted with <home>/provider-keys.key: the backup carries it.
+    Before, the restored home made a new key file and no stored provider key decrypted
+    ('llm list' and 'llm remove' failed, the server answered 503)."""
+    from pydantic import SecretStr
+
+    from engram.extraction.providers import ProviderConfig, ProviderKind
+
+    home, restored = tmp_path / "home", tmp_path / "restored"
+    assert main(["--home", str(home), "init"]) == 0
+    with Engram.open(Settings.load(home)) as engram:
+        engram.providers.add(
+            ProviderConfig(
+                name="local",
+                kind=ProviderKind.OPENAI,
+                model="llama3",
+                base_url="http://127.0.0.1:9/v1",
+                api_key=SecretStr("sk-test-abcdefghijklmnopqrstuvwxyz0123"),
+            ),
+            LOCAL,
+        )
+    assert main(["--home", str(home), "backup", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "provider-keys.key").stat().st_mode & 0o777 == 0o600
+    assert main(["--home", str(restored), "restore-backup", str(tmp_path / "b")]) == 0
+    with Engram.open(Settings.load(restored)) as engram:
+        key = engram.providers.get("local").api_key
+        assert key is not None and key.get_secret_value().startswith("sk-test-abcdef")
+
+
+def test_a_provider_whose_key_no_longer_decrypts_is_listed_and_removed(tmp_path: Path) -> None:
+    """Its key file lost (a home restored without it): 'llm list' and 'llm remove' still work
+    (they never decrypt); before, both failed with 'a stored provider key does not decrypt'."""
+    from pydantic import SecretStr
+
+    from engram.extraction.providers import ProviderConfig, ProviderKind
+
+    home = tmp_path / "home"
+    assert main(["--home", str(home), "init"]) == 0
+    config = ProviderConfig(
+        name="local", kind=ProviderKind.OPENAI, model="m", api_key=SecretStr("sk-test-0123456789")
+    )
+    with Engram.open(Settings.load(home)) as engram:
+        engram.providers.add(config, LOCAL)
+    (home / "provider-keys.key").unlink()  # lost: the next use makes another
+    with Engram.open(Settings.load(home)) as engram:
+        (info,) = engram.providers.describe(LOCAL)
+        assert info.name == "local" and info.has_key
+        assert engram.providers.remove("local", LOCAL).name == "local"
+        assert engram.providers.describe(LOCAL) == []

@@ -13,13 +13,15 @@ import typer
 from engram.cli.common import console, state
 from engram.config import Settings
 from engram.errors import InvalidInput
+from engram.extraction.keys import KEY_FILE
 from engram.service.accounts import SECRET_FILE
 from engram.store.sqlite import backup as sqlite_backup
 
 PG_HELP = (
     'this store is PostgreSQL: back it up with pg_dump -Fc -d "$ENGRAM_DATABASE_URL" -f '
     "engram.dump and restore into an empty database with pg_restore --no-owner -d NEW_URL "
-    "engram.dump; also keep <home>/server_secret (API keys and provider keys depend on it)"
+    "engram.dump; also keep <home>/server_secret (API keys depend on it) and "
+    "<home>/provider-keys.key (the stored LLM provider keys are encrypted with it)"
 )
 
 
@@ -32,6 +34,12 @@ def _sqlite_path(settings: Settings) -> Path:
     elif "://" in url:
         raise InvalidInput(f"unsupported database URL {url!r}")
     return Path(url)
+
+
+def _keys(settings: Settings) -> list[Path]:
+    """The home's key files a backup carries: the server secret (API-key digests) and the key
+    the stored LLM provider keys are encrypted with."""
+    return [settings.home / SECRET_FILE, settings.home / KEY_FILE]
 
 
 def _report(sums: list[sqlite_backup.TableSum]) -> None:
@@ -47,12 +55,13 @@ def backup(
     path: Annotated[Path, typer.Argument(help="A new directory for the backup.")],
 ) -> None:
     """Back up the SQLite store (while the server runs, with SQLite's online backup API: a
-    consistent snapshot, never a file copy) and the server secret into the new directory PATH,
+    consistent snapshot, never a file copy), the server secret and the provider key file into
+    the new directory PATH,
     with a manifest of row counts and checksums. Restore it with 'engram restore-backup PATH'.
     On PostgreSQL use pg_dump (this command prints how)."""
     settings = state(ctx).settings
     database = _sqlite_path(settings)
-    sums = sqlite_backup.backup(database, settings.home / SECRET_FILE, path)
+    sums = sqlite_backup.backup(database, _keys(settings), path)
     console.print(f"backed up {database} to {path}")
     _report(sums)
 
@@ -67,12 +76,12 @@ def restore_backup(
     brings back a memory's version."""
     settings = state(ctx).settings
     database = _sqlite_path(settings)
-    sums = sqlite_backup.restore(path, database, settings.home / SECRET_FILE)
+    sums = sqlite_backup.restore(path, database, _keys(settings))
     console.print(f"restored {path} into {database}")
     _report(sums)
     console.print(
-        "its API keys work here (the server secret came with it); 'engram init' writes this "
-        "home's token file"
+        "its API keys and stored provider keys work here (the server secret and the provider "
+        "key file came with it); 'engram init' writes this home's token file"
     )
 
 

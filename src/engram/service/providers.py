@@ -69,20 +69,24 @@ class ProviderService:
         return self._audit.entry(actor, action, targets=[f"provider:{name}"], **details)
 
     def get(self, name: str) -> ProviderConfig:
-        record = self._store.get_provider(name)
-        if record is None:
-            raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
+        record = self._record(name)
         key = None
         if record.encrypted_key is not None and self._keys is not None:
             key = SecretStr(self._keys.decrypt(record.encrypted_key, record.name))
-        return ProviderConfig(
-            name=record.name,
-            kind=ProviderKind(record.kind),
-            model=record.model,
-            base_url=record.base_url,
-            api_key=key,
-            timeout=record.timeout,
-        )
+        return _config(record, key)
+
+    def _info(self, name: str) -> ProviderInfo:
+        """A provider as listed, its key never decrypted: a key that no longer decrypts (its
+        key file lost) does not stop it from being listed or removed."""
+        record = self._record(name)
+        info = ProviderInfo.of(_config(record, None))
+        return info.model_copy(update={"has_key": record.encrypted_key is not None})
+
+    def _record(self, name: str) -> ProviderRecord:
+        record = self._store.get_provider(name)
+        if record is None:
+            raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
+        return record
 
     def names(self) -> list[str]:
         return [r.name for r in self._store.list_providers()]
@@ -90,7 +94,7 @@ class ProviderService:
     def describe(self, actor: Actor) -> list[ProviderInfo]:
         """Every configured provider, without its key (admin scope)."""
         require_scope(actor, Scope.ADMIN)
-        return [ProviderInfo.of(self.get(name)) for name in self.names()]
+        return [self._info(name) for name in self.names()]
 
     def set(self, name: str, settings: ProviderSettings, actor: Actor) -> ProviderInfo:
         """Configure (or replace) the provider ``name`` (admin scope); audited."""
@@ -106,7 +110,7 @@ class ProviderService:
     def remove(self, name: str, actor: Actor) -> ProviderInfo:
         """Forget a provider and its key (admin scope); audited. Returns what it was."""
         require_scope(actor, Scope.ADMIN)
-        removed = ProviderInfo.of(self.get(name))
+        removed = self._info(name)
         if not self._store.delete_provider(name, [self._entry(actor, "provider.remove", name)]):
             raise NotFound(f"LLM provider {name!r} is not configured", provider=name)
         return removed
@@ -123,3 +127,14 @@ def open_providers(store: Store, home: Path, clock: Clock) -> ProviderService:
     ``Engram.open`` gives as ``Engram.providers``)."""
     keys = KeyBox(Path(home) / KEY_FILE)
     return ProviderService(store.providers, keys, clock, AuditLog(store, clock))
+
+
+def _config(record: ProviderRecord, key: SecretStr | None) -> ProviderConfig:
+    return ProviderConfig(
+        name=record.name,
+        kind=ProviderKind(record.kind),
+        model=record.model,
+        base_url=record.base_url,
+        api_key=key,
+        timeout=record.timeout,
+    )

@@ -2,8 +2,9 @@
 
 A backup is a new directory holding ``engram.db`` (a consistent snapshot: the backup API
 copies the pages of one read transaction, so writers keep committing meanwhile and none of
-their half-done work is in the copy), the server secret (API-key digests and provider keys
-depend on it) and ``manifest.json`` with the row count and SHA-256 of every table. Restoring
+their half-done work is in the copy), the home's key files (the server secret: API-key
+digests depend on it; ``provider-keys.key``: the stored LLM provider keys are encrypted with it)
+and ``manifest.json`` with the row count and SHA-256 of every table. Restoring
 checks the backup against its manifest, copies it into an empty home with the same API, and
 checks the copy against the manifest again.
 """
@@ -15,6 +16,7 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,9 +77,9 @@ def _copy(source: Path, dest: Path) -> None:
         src.close()
 
 
-def backup(database: Path, secret: Path | None, target: Path) -> list[TableSum]:
-    """Back the store at ``database`` (and the server secret) up into the new directory
-    ``target``; return what the manifest records."""
+def backup(database: Path, keys: Sequence[Path], target: Path) -> list[TableSum]:
+    """Back the store at ``database`` (and the key files of ``keys`` that exist) up into the
+    new directory ``target``; return what the manifest records."""
     if not database.is_file():
         raise InvalidInput(f"there is no database at {database}")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -87,9 +89,10 @@ def backup(database: Path, secret: Path | None, target: Path) -> list[TableSum]:
     partial.mkdir(mode=0o700, parents=True)
     _copy(database, partial / DATABASE)
     os.chmod(partial / DATABASE, 0o600)
-    if secret is not None and secret.is_file():
-        shutil.copyfile(secret, partial / secret.name)
-        os.chmod(partial / secret.name, 0o600)
+    for key in keys:
+        if key.is_file():
+            shutil.copyfile(key, partial / key.name)
+            os.chmod(partial / key.name, 0o600)
     sums = checksums(partial / DATABASE)
     manifest = {
         "format": FORMAT,
@@ -121,17 +124,17 @@ def _mismatch(what: Path, expected: list[TableSum]) -> None:
         raise StorageError(f"{what} does not match the backup's manifest in: {', '.join(bad)}")
 
 
-def restore(source: Path, database: Path, secret: Path) -> list[TableSum]:
-    """Restore the backup directory ``source`` as ``database`` (and the server secret as
-    ``secret``) in a home that has no database yet; checked against the manifest before and
-    after the copy."""
+def restore(source: Path, database: Path, keys: Sequence[Path]) -> list[TableSum]:
+    """Restore the backup directory ``source`` as ``database`` (and each key file of ``keys``
+    the backup holds, by its name) in a home that has no database nor key file yet; checked
+    against the manifest before and after the copy."""
     expected = _expected(source)
     if not (source / DATABASE).is_file():
         raise InvalidInput(f"{source} has no {DATABASE}")
     _mismatch(source / DATABASE, expected)
-    if database.exists() or secret.exists():
+    if database.exists() or any(k.exists() for k in keys):
         raise InvalidInput(
-            f"{database.parent} is not empty (it has a database or a server secret): restore "
+            f"{database.parent} is not empty (it has a database or a key file): restore "
             "into a new home, e.g. 'engram --home NEW_DIR restore-backup BACKUP'"
         )
     database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -144,8 +147,9 @@ def restore(source: Path, database: Path, secret: Path) -> list[TableSum]:
         partial.unlink()
         raise
     os.chmod(partial, 0o600)
-    if (source / secret.name).is_file():
-        shutil.copyfile(source / secret.name, secret)
-        os.chmod(secret, 0o600)
+    for key in keys:
+        if (source / key.name).is_file():
+            shutil.copyfile(source / key.name, key)
+            os.chmod(key, 0o600)
     partial.rename(database)
     return expected
