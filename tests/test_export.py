@@ -8,6 +8,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ import pypdf
 import pytest
 
 from engram import LOCAL, Engram
-from engram.errors import Conflict, InvalidInput, NotFound
+from engram.errors import Conflict, InvalidInput, MissingDependency, NotFound
 from engram.models import (
     EpisodeDetails,
     Layer,
@@ -321,3 +322,16 @@ def test_a_forced_restore_of_a_malformed_record_is_refused_naming_it(
             fresh.archive.restore(read_input(path), LOCAL, force=True)
     finally:
         fresh.close()
+
+
+def test_a_missing_extra_is_named_with_the_checkout_install_not_pypi_engram(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'engram' on PyPI is another project: the hint installs the extra from the checkout.
+    Before: "pip install 'engram[export]'", which installs someone else's package."""
+    monkeypatch.setitem(sys.modules, "docx", None)  # python-docx not installed
+    with pytest.raises(MissingDependency) as caught:
+        engram.exports.memories("docx", LOCAL)
+    message = caught.value.message
+    assert "scripts/install --extras export" in message and "'.[export]'" in message
+    assert "engram[" not in message

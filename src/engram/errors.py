@@ -54,6 +54,16 @@ class MissingDependency(EngramError):
 
     code = "missing_dependency"
 
+    @classmethod
+    def extra(cls, what: str, extra: str) -> MissingDependency:
+        """``what`` needs the optional ``extra``: how to install it from the checkout (the
+        distribution is not on PyPI, where the name ``engram`` is another project's)."""
+        return cls(
+            f"{what} needs the {extra!r} extra: scripts/install --extras {extra} in the Engram "
+            f"checkout (or pip install '.[{extra}]' there)",
+            extra=extra,
+        )
+
 
 class StorageError(EngramError):
     """The store could not complete an operation (corrupt file, failed migration...)."""

@@ -303,9 +303,7 @@ def sync(
         try:
             import watchfiles
         except ImportError as exc:
-            raise MissingDependency(
-                "engram sync --watch needs watchfiles: pip install 'engram[vault]'"
-            ) from exc
+            raise MissingDependency.extra("engram sync --watch (watchfiles)", "vault") from exc
         console.print(f"watching {folder} (Ctrl-C to stop)")
         for _ in watchfiles.watch(
             folder,

@@ -21,9 +21,7 @@ def _aesgcm(key: bytes) -> AESGCM:
     try:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError as exc:  # pragma: no cover - the llm extra is missing
-        raise MissingDependency(
-            "encrypting provider keys needs the 'cryptography' package: pip install 'engram[llm]'"
-        ) from exc
+        raise MissingDependency.extra("encrypting provider keys (cryptography)", "llm") from exc
     return AESGCM(key)
 
 

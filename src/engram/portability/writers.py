@@ -313,6 +313,4 @@ def _need(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        raise MissingDependency(
-            f"this export format needs {module}: pip install 'engram[export]'"
-        ) from exc
+        raise MissingDependency.extra(f"this export format ({module})", "export") from exc

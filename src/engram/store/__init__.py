@@ -25,9 +25,7 @@ def open_store(url: str | Path) -> Store:
         try:
             from engram.store.postgres import PostgresStore
         except ImportError as exc:
-            raise MissingDependency(
-                "PostgreSQL needs the postgres extra: pip install 'engram[postgres]'"
-            ) from exc
+            raise MissingDependency.extra("PostgreSQL (psycopg)", "postgres") from exc
         return PostgresStore(text)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///") :]
