@@ -88,7 +88,8 @@ def test_truncated_zip(engram: Engram, tmp_path: Path) -> None:
     whole = fx.chatgpt_export(tmp_path / "whole.zip").read_bytes()
     path = tmp_path / "cut.zip"
     path.write_bytes(whole[: len(whole) // 2])
-    _refused(engram, path, r"cut\.zip: not an export Engram can import")
+    # an interrupted download: said so (before: "not an export Engram can import")
+    _refused(engram, path, r"cut\.zip: a zip whose end is missing \(truncated")
 
 
 def test_wrong_format(engram: Engram, tmp_path: Path) -> None:

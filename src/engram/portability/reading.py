@@ -78,6 +78,10 @@ class _Budget:
             )
 
 
+_ZIP_START = b"PK\x03\x04"
+"""How a zip file starts (its first entry's local header); its directory is at its end."""
+
+
 def read_input(path: Path, limits: Limits = DEFAULT_LIMITS) -> list[Entry]:
     """Every entry of ``path`` (file, zip or folder), zips opened, in a stable order."""
     if not path.exists():
@@ -112,6 +116,12 @@ def _read_file(path: Path, file: str, name: str, budget: _Budget) -> list[Entry]
     data = path.read_bytes()
     if zipfile.is_zipfile(io.BytesIO(data)):
         return list(_read_zip(data, file, name, budget, depth=1))
+    if data.startswith(_ZIP_START):  # a zip's first entry, but no directory at its end
+        raise InvalidInput(
+            f"{file}: a zip whose end is missing (truncated: an interrupted download or copy?); "
+            "download or copy it again",
+            file=file,
+        )
     return [Entry(file, name, data)]
 
 
