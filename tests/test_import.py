@@ -419,3 +419,26 @@ def test_claude_memory_summaries_lose_their_markdown_emphasis() -> None:
         "Prefers pnpm over npm, and tmux",
         "Keeps `__init__` files and my_var_name; 2*3*4 is 24",
     ]
+
+
+def test_a_preview_creates_no_environment_and_names_those_the_import_would(
+    engram: Engram, tmp_path: Path
+) -> None:
+    """Before, the preview created the project's environment (audited), and did not list the
+    one a CSV's environment column names, which the import then created."""
+    from engram.actors import Actor
+
+    actor = Actor(LOCAL.user_id, "cli", project="w33proj")
+    csv = tmp_path / "envcol.csv"
+    csv.write_text("content,environment\nFact for a new env,brand-new\nFact for the project,\n")
+    before = [e.name for e in engram.environments.list(LOCAL)]
+    preview = engram.imports.preview(engram.imports.read(csv), actor)
+    assert preview.environment == "w33proj"
+    assert preview.new_environments == ["brand-new", "w33proj"]
+    assert [e.name for e in engram.environments.list(LOCAL)] == before  # nothing created
+    report = engram.imports.commit(engram.imports.read(csv), actor)
+    assert sorted(report.environments_created) == ["brand-new"]  # the project's: on first use
+    names = {e.name for e in engram.environments.list(LOCAL)}
+    assert {"brand-new", "w33proj"} <= names
+    again = engram.imports.preview(engram.imports.read(csv), actor)
+    assert again.new_environments == [] and again.environment == "w33proj"

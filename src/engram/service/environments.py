@@ -132,6 +132,19 @@ class EnvironmentService:
         self.check(env, role, need, actor, scope)
         return env
 
+    def project_to_create(self, ref: str | None, actor: Actor) -> str | None:
+        """The name of the project environment that :meth:`resolve` of ``ref`` would create
+        on first use (None: ``ref`` names an environment, or the project's exists), so that a
+        preview can say so without creating it."""
+        project = actor.project
+        if ref or not project or project.startswith("env_") or not actor.can(Scope.WRITE):
+            return None
+        try:
+            self._find(project, actor)
+        except NotFound:
+            return project
+        return None
+
     def _lookup(self, ref: str | None, actor: Actor) -> tuple[Environment, Role | None]:
         """The environment ``ref`` names for the actor and their role in it, kept per process
         while the store's environment stamp (moved by every change to an environment or its

@@ -120,7 +120,9 @@ class ImportService:
     ) -> ImportPreview:
         """What committing ``bundle`` would store, and how much of it is already stored; its
         sample is the export's own text, so it is scrubbed as what is stored would be."""
-        target = self._envs.resolve(environment, actor, Role.WRITER)
+        # the project's environment is created by the import, not by its preview
+        project = self._envs.project_to_create(environment, actor)
+        target = None if project else self._envs.resolve(environment, actor, Role.WRITER)
         envs = self._known_envs(bundle, actor, target)
         dup = Counter[str]()
         for env_name, convs in _by_env(bundle.conversations).items():
@@ -140,12 +142,14 @@ class ImportService:
                 dup["memories"] += len(self._store.imports.seen(env.id, [m.key for m in mems]))
         shown = ImportPreview(
             file=file,
-            environment=target.name,
+            environment=project or (target.name if target else ""),
             formats=bundle.formats,
             sources=_sources(bundle),
             duplicates=Duplicates(**dup),
+            # every environment the import would create: the project's, Claude's projects,
+            # those a CSV's environment column names
             new_environments=sorted(
-                {e.name for e in bundle.environments if envs.get(e.name) is None}
+                {n or project or "" for n, env in envs.items() if env is None} - {""}
             ),
             sample=self._sample(bundle),
             skipped=[
@@ -178,7 +182,7 @@ class ImportService:
         return self._extraction.conversations.count_messages(stored.id)
 
     def _known_envs(
-        self, bundle: Bundle, actor: Actor, target: Environment
+        self, bundle: Bundle, actor: Actor, target: Environment | None
     ) -> dict[str | None, Environment | None]:
         out: dict[str | None, Environment | None] = {None: target}
         names = {e.name for e in bundle.environments}
