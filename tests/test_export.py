@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -335,3 +336,20 @@ def test_a_missing_extra_is_named_with_the_checkout_install_not_pypi_engram(
     message = caught.value.message
     assert "scripts/install --extras export" in message and "'.[export]'" in message
     assert "engram[" not in message
+
+
+def test_exports_are_written_owner_only(tmp_path: Path) -> None:
+    """An archive holds every user's memories, conversations and the audit log; an --account
+    one is a person's data-protection export: 0600 whatever the umask (before: 0644 under the
+    usual 022, readable by every local user), as a backup is."""
+    from engram.cli import main
+
+    home = str(tmp_path / "h")
+    assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
+    old = os.umask(0o022)
+    try:
+        for name, flags in (("all.zip", ["--archive"]), ("m.json", [])):
+            assert main(["--home", home, "export", str(tmp_path / name), *flags]) == 0
+            assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
+    finally:
+        os.umask(old)

@@ -28,6 +28,7 @@ from engram.portability.detect import is_archive, read_bundle
 from engram.portability.reading import Entry, read_input
 from engram.portability.report import ImportPreview, ImportReport
 from engram.portability.tabular import parse_mapping
+from engram.private_files import open_private
 from engram.service import Engram
 
 
@@ -205,7 +206,9 @@ def export(
     if str(output) == "-":
         sys.stdout.buffer.write(data)
         return
-    output.write_bytes(data)
+    # owner-only, as a backup is: an export is the user's memories (an archive: every user's)
+    with open_private(output) as out:
+        out.write(data)
     console.print(f"wrote {output} ({len(data)} bytes)")
 
 
