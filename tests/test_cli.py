@@ -234,3 +234,35 @@ def test_add_and_edit_say_what_the_scrubber_removed(
     assert "redacted before storing: 2 aws_access_key" in out and key not in out
     assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
     assert "redacted" not in capsys.readouterr().out
+
+
+def test_every_command_that_names_a_user_takes_the_name_or_the_id(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As 'users passwd' and 'export --account' did. Before, 'users delete dave' and 'keys
+    create --user dave' said the user does not exist, and 'audit --user dave' and 'keys
+    grants --user dave' answered nothing (exit 0): an admin asking what dave did was told
+    nothing."""
+    from engram import Engram, NewMemory, Settings
+    from engram.actors import Actor
+
+    h = ["--home", str(tmp_path / "h")]
+    assert run(capsys, *h, "init")[0] == 0
+    assert run(capsys, *h, "users", "add", "dave")[0] == 0
+    users = json.loads(run(capsys, *h, "users", "list", "--json")[1])
+    dave = next(u["id"] for u in users if u["name"] == "dave")
+    with Engram.open(Settings.load(tmp_path / "h")) as engram:
+        engram.memories.add(NewMemory(content="Dave was here"), Actor(dave, "api"))
+    code, out, _ = run(capsys, *h, "keys", "create", "ci", "--user", "dave", "--json")
+    assert code == 0 and json.loads(out)["key"]["user_id"] == dave
+    keys = json.loads(run(capsys, *h, "keys", "list", "--user", "dave", "--json")[1])
+    assert [k["name"] for k in keys if k["name"] == "ci"] == ["ci"]
+    by_name = json.loads(run(capsys, *h, "audit", "--user", "dave", "--json")[1])
+    assert by_name and by_name == json.loads(run(capsys, *h, "audit", "--user", dave, "--json")[1])
+    assert run(capsys, *h, "keys", "grants", "--user", "dave", "--json")[0] == 0
+    for argv in (["audit", "--user", "dabe"], ["keys", "grants", "--user", "dabe"]):
+        code, out, err = run(capsys, *h, *argv)
+        assert code != 0 and "user 'dabe' does not exist" in out + err, argv
+    assert run(capsys, *h, "users", "delete", "dave", "--purge", "--yes")[0] == 0
+    # the audit of a deleted account is still asked by its id
+    assert json.loads(run(capsys, *h, "audit", "--user", dave, "--json")[1])

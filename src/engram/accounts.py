@@ -16,6 +16,8 @@ from engram.limits import Timestamp
 
 KEY_PREFIX = "egm_"
 """Every API token starts with this, so a leaked one is recognisable (and greppable)."""
+USER_ID_PREFIX = "usr_"
+"""How the id of a user made with 'users add' starts (the owner's is 'local')."""
 
 
 class Scope(StrEnum):

@@ -9,12 +9,14 @@ import typer
 from rich.table import Table
 
 from engram.accounts import AuditQuery
-from engram.cli.common import JsonOption, console, emit_json, service, short
+from engram.cli.common import JsonOption, console, emit_json, service, short, user_id
 
 
 def audit(
     ctx: typer.Context,
-    user: Annotated[str | None, typer.Option(help="Only this user's changes.")] = None,
+    user: Annotated[
+        str | None, typer.Option(help="Only this user's changes (their name or id).")
+    ] = None,
     key: Annotated[str | None, typer.Option(help="Only changes made with this key.")] = None,
     interface: Annotated[str | None, typer.Option(help="local, api, mcp...")] = None,
     action: Annotated[
@@ -28,18 +30,19 @@ def audit(
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Show audit entries, newest first."""
-    q = AuditQuery(
-        user_id=user,
-        key_id=key,
-        interface=interface,
-        action=action,
-        environment_id=environment,
-        target=target,
-        since=since,
-        until=until,
-        limit=limit,
-    )
     with service(ctx) as (engram, st):
+        who = None if user is None else user_id(engram, user, st.actor, gone=True)
+        q = AuditQuery(
+            user_id=who,
+            key_id=key,
+            interface=interface,
+            action=action,
+            environment_id=environment,
+            target=target,
+            since=since,
+            until=until,
+            limit=limit,
+        )
         entries = engram.audit.query(q, st.actor)
     if as_json:
         emit_json(entries)

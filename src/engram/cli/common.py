@@ -14,11 +14,12 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
+from engram.accounts import USER_ID_PREFIX
 from engram.actors import LOCAL, Actor
 from engram.capture.repo import RepoRulesError
 from engram.capture.which import Choice, which_environment
 from engram.config import Settings
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, NotFound
 from engram.private_files import write_private
 from engram.service import Engram
 
@@ -90,6 +91,21 @@ def service(ctx: typer.Context) -> Iterator[tuple[Engram, CliState]]:
         yield engram, st
     finally:
         engram.close()
+
+
+def user_id(engram: Engram, ref: str, actor: Actor, *, gone: bool = False) -> str:
+    """The id of the user ``ref`` names: their id or login name, as ``users list`` shows
+    them ('*', everyone, as it is). An unknown user is :class:`NotFound`, never an empty
+    answer; with ``gone``, an id that is no longer a user's (the audit of a deleted account)
+    is kept as it is."""
+    if ref == "*":
+        return ref
+    try:
+        return engram.accounts.find_user(ref, actor).id
+    except NotFound:
+        if gone and ref.startswith(USER_ID_PREFIX):
+            return ref
+        raise
 
 
 def make_state(home: Path | None, cwd: Path | None = None) -> CliState:

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from engram.accounts import IssuedKey, Scope
-from engram.cli.common import JsonOption, console, emit_json, service
+from engram.cli.common import JsonOption, console, emit_json, service, user_id
 from engram.cli.erasure import print_erased
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
@@ -41,12 +41,15 @@ def bootstrap(engram: Engram, home: Path, *, rotate: bool = False) -> IssuedKey 
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    user: Annotated[str | None, typer.Option(help="A user id, or '*' for everyone.")] = None,
+    user: Annotated[
+        str | None, typer.Option(help="A user's name or id, or '*' for everyone.")
+    ] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """List keys (never their tokens)."""
     with service(ctx) as (engram, st):
-        keys = engram.accounts.list_keys(st.actor, user)
+        who = None if user is None else user_id(engram, user, st.actor)
+        keys = engram.accounts.list_keys(st.actor, who)
     if as_json:
         emit_json(keys)
         return
@@ -82,13 +85,14 @@ def create(
     scope: Annotated[
         list[Scope] | None, typer.Option("--scope", "-s", help="Repeatable (default read, write).")
     ] = None,
-    user: Annotated[str | None, typer.Option(help="Another user's id (admins).")] = None,
+    user: Annotated[str | None, typer.Option(help="Another user's name or id (admins).")] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Create a key; its token is printed once."""
     with service(ctx) as (engram, st):
         scopes = scope or [Scope.READ, Scope.WRITE]
-        issued = engram.accounts.issue_key(st.actor, name, scopes, user_id=user)
+        who = None if user is None else user_id(engram, user, st.actor)
+        issued = engram.accounts.issue_key(st.actor, name, scopes, user_id=who)
     _print_issued(issued, as_json)
 
 
@@ -122,13 +126,16 @@ def revoke(
 @app.command()
 def grants(
     ctx: typer.Context,
-    user: Annotated[str | None, typer.Option(help="A user id, or '*' for everyone.")] = None,
+    user: Annotated[
+        str | None, typer.Option(help="A user's name or id, or '*' for everyone.")
+    ] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """List OAuth grants: the remote MCP clients (Claude.ai, ChatGPT...) signed in to /mcp.
     Revoke one with 'engram keys revoke grt_…'."""
     with service(ctx) as (engram, st):
-        found = engram.oauth.list_grants(st.actor, user)
+        who = None if user is None else user_id(engram, user, st.actor)
+        found = engram.oauth.list_grants(st.actor, who)
     if as_json:
         emit_json(found)
         return
@@ -211,7 +218,7 @@ def users_passwd(
 @users_app.command("delete")
 def users_delete(
     ctx: typer.Context,
-    user: Annotated[str, typer.Argument(help="The user's id.")],
+    user: Annotated[str, typer.Argument(help="The user's name or id.")],
     purge: Annotated[
         bool,
         typer.Option(
@@ -230,5 +237,5 @@ def users_delete(
     if purge and not yes:
         typer.confirm(f"Remove {user!r} and everything that is theirs for good?", abort=True)
     with service(ctx) as (engram, st):
-        erased = engram.erasure.delete_user(user, st.actor, purge=purge)
+        erased = engram.erasure.delete_user(user_id(engram, user, st.actor), st.actor, purge=purge)
     print_erased(erased, as_json)

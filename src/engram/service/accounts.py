@@ -19,6 +19,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from engram.accounts import (
     ALL_SCOPES,
     KEY_PREFIX,
+    USER_ID_PREFIX,
     ApiKey,
     IssuedKey,
     Scope,
@@ -95,7 +96,7 @@ class AccountService:
     ) -> User:
         """Create an account (admins only)."""
         self._require(actor, Scope.ADMIN)
-        return self._create_user(new_id("usr_"), name, actor, password, is_admin)
+        return self._create_user(new_id(USER_ID_PREFIX), name, actor, password, is_admin)
 
     def _create_user(
         self, user_id: str, name: str, actor: Actor, password: str | None, is_admin: bool
