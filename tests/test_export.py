@@ -51,6 +51,9 @@ def _seed(engram: Engram, tmp_path: Path) -> None:
     engram.imports.commit(engram.imports.read(fx.chatgpt_export(tmp_path / "c.zip")), LOCAL)
     engram.soul.set_block("communication_style", LOCAL, text="Be brief and direct.")
     engram.soul.snapshot(LOCAL, label="before")
+    engram.handoffs.begin("Login refactor half done", LOCAL, next_steps=["move tokens to Redis"])
+    engram.profile.set_learning(LOCAL, enabled=True)
+    engram.profile.add("Prefer uv over pip", LOCAL)
     engram.store.providers.put_provider(
         ProviderRecord(
             name="local-llm",
@@ -152,6 +155,14 @@ def test_archive_round_trip_is_byte_identical(engram: Engram, tmp_path: Path) ->
         report = fresh.archive.restore(entries, LOCAL)
         assert all(report.checks.values()), report.checks
         assert report.counts["settings"] == 1  # the home's settings come along
+        # and the user's work and habits: the open handoff, the profile and its opt-in
+        # (before, the archive left them out and still said "restored and verified")
+        (left,) = engram.store.handoffs.find(visible_to=None, limit=10)
+        assert fresh.store.handoffs.get(left.id) == left  # open, as it was
+        assert [e.text for e in fresh.store.profile.list_entries(LOCAL.user_id)] == [
+            "Prefer uv over pip"
+        ]
+        assert fresh.store.profile.learning(LOCAL.user_id)
         provider = fresh.store.providers.get_provider("local-llm")
         assert provider is not None and provider.model == "llama3"
         assert provider.encrypted_key is None  # the API key stays with the home

@@ -23,6 +23,10 @@ imports            ``{"environment_id", "key", "target"}`` (the import ledger)
 settings           ``{"kind", "name", "value"}``: the home's settings kept in the store, today
                    ``llm_provider`` (``value``: kind, base_url, model, timeout, created_at; the
                    API key stays with the home). Whole-home archives only.
+handoffs           ``Handoff`` (every state: open, accepted, expired, cancelled)
+profile            ``{"kind": "learning", "user_id", "enabled"}`` and ``{"kind": "entry",
+                   "entry": {"id", "user_id", "key", "text", "projects", "stated_global",
+                   "created_at", "updated_at"}}``: each user's cross-project habits
 =================  ===========================================================================
 """
 
@@ -54,6 +58,8 @@ COLLECTIONS = (
     "audit",
     "imports",
     "settings",
+    "handoffs",
+    "profile",
 )
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip entry times: the same content, the same bytes
 

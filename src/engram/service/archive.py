@@ -22,6 +22,7 @@ from engram.actors import Actor
 from engram.clock import Clock
 from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from engram.extraction.conversation import Conversation, ExtractionState, Message, NewMessage
+from engram.handoffs import Handoff
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion, Status
 from engram.portability import archive
@@ -29,6 +30,7 @@ from engram.portability.reading import Entry
 from engram.soul.model import SoulBlockVersion, SoulSnapshot
 from engram.store import Change, Store
 from engram.store.conversations import ConversationStore
+from engram.store.profile import ProfileEntry
 from engram.store.protocol import EmbeddingUpdate
 from engram.store.providers import ProviderRecord
 
@@ -119,6 +121,18 @@ class ArchiveService:
                 ),
             ),
             archive.collection("settings", self._settings() if account is None else ()),
+            archive.collection(
+                "handoffs",
+                (
+                    _json(h)
+                    for h in s.handoffs.find(
+                        visible_to=None, environment_ids=sorted(env_ids), limit=_ALL
+                    )
+                )
+                if env_ids
+                else (),
+            ),
+            archive.collection("profile", self._profile(owners)),
         ]
         return out
 
@@ -137,6 +151,14 @@ class ArchiveService:
                     "created_at": p.created_at.isoformat(),
                 },
             }
+
+    def _profile(self, user_ids: list[str]) -> Iterator[dict[str, Any]]:
+        """Each user's cross-project habits and whether Engram learns them."""
+        profile = self._store.profile
+        for user_id in user_ids:
+            yield {"kind": "learning", "user_id": user_id, "enabled": profile.learning(user_id)}
+            for e in profile.list_entries(user_id):
+                yield {"kind": "entry", "entry": _entry_json(e)}
 
     def export(self, actor: Actor, *, account: str | None = None, vectors: bool = False) -> bytes:
         """The archive as zip bytes. The whole home is the local owner's; an account's own
@@ -240,6 +262,8 @@ class ArchiveService:
             ("audit", self._put_audit),
             ("imports", self._put_imports),
             ("settings", self._put_settings),
+            ("handoffs", self._put_handoffs),
+            ("profile", self._put_profile),
         ]
         for name, put in writers:
             try:
@@ -355,6 +379,35 @@ class ArchiveService:
         for env_id, pairs in by_env.items():
             self._store.imports.record(env_id, pairs)
 
+    def _put_handoffs(self, rows: list[Any]) -> None:
+        for r in rows:
+            handoff = Handoff(**r)
+            if self._store.handoffs.get(handoff.id) is None:
+                self._store.handoffs.add(handoff)
+
+    def _put_profile(self, rows: list[Any]) -> None:
+        profile = self._store.profile
+        for r in rows:
+            if r["kind"] == "learning":
+                profile.set_learning(str(r["user_id"]), bool(r["enabled"]))
+            elif r["kind"] == "entry":
+                e = r["entry"]
+                if profile.get_entry(e["id"]) is None:
+                    profile.put_entry(
+                        ProfileEntry(
+                            id=e["id"],
+                            user_id=e["user_id"],
+                            key=e["key"],
+                            text=e["text"],
+                            projects=tuple(e["projects"]),
+                            stated_global=bool(e["stated_global"]),
+                            created_at=datetime.fromisoformat(e["created_at"]),
+                            updated_at=datetime.fromisoformat(e["updated_at"]),
+                        )
+                    )
+            else:
+                raise ValueError(f"unknown profile record kind {r['kind']!r}")
+
     def _put_settings(self, rows: list[Any]) -> None:
         for r in rows:
             if r["kind"] != "llm_provider":
@@ -373,6 +426,19 @@ class ArchiveService:
                     created_at=datetime.fromisoformat(v["created_at"]),
                 )
             )
+
+
+def _entry_json(e: ProfileEntry) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "user_id": e.user_id,
+        "key": e.key,
+        "text": e.text,
+        "projects": list(e.projects),
+        "stated_global": e.stated_global,
+        "created_at": e.created_at.isoformat(),
+        "updated_at": e.updated_at.isoformat(),
+    }
 
 
 def _json(value: Any) -> Any:
