@@ -246,3 +246,35 @@ def test_a_key_that_would_replace_another_is_refused_before_any_change(
     assert "already holds another key" in capsys.readouterr().err
     assert snapshot(home) == before and backups(home) == []
     assert token.read_text() == "egm_the_local_owner\n"
+
+
+def test_a_local_server_on_another_port_is_wired_into_the_hooks_as_hooks_install_does(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / ".claude").mkdir()
+    settings = home / ".claude" / "settings.json"
+
+    def posts_to() -> str:
+        command = json.loads(settings.read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
+        assert isinstance(command, str)
+        return command
+
+    monkeypatch.setenv("ENGRAM_URL", "http://127.0.0.1:8811")
+    assert run("--yes", "--agent", "claude") == 0
+    assert "ENGRAM_URL=http://127.0.0.1:8811 " in posts_to()
+    mcp = json.loads((home / ".claude.json").read_text())["mcpServers"]["engram"]
+    assert mcp["args"] == ["mcp"] and "url" not in mcp  # still launched locally (stdio)
+    capsys.readouterr()
+    assert main(["hooks", "install", "--agent", "claude"]) == 0  # the same wiring
+    assert "claude: unchanged" in capsys.readouterr().out
+    assert run("--yes", "--agent", "claude") == 0
+    assert "Nothing to change." in capsys.readouterr().out
+
+    # no ENGRAM_URL (an agent started from a desktop launcher): the installed service's port
+    monkeypatch.delenv("ENGRAM_URL")
+    assert main(["service", "install", "--port", "8812"]) == 0  # no systemctl here: written
+    assert run("--yes", "--agent", "claude") == 0
+    assert "ENGRAM_URL=http://127.0.0.1:8812 " in posts_to()
+    assert "engram service install --port 8812" in capsys.readouterr().out
+    assert main(["hooks", "install", "--agent", "claude"]) == 0
+    assert "claude: unchanged" in capsys.readouterr().out

@@ -74,6 +74,7 @@ def test_hooks_that_post_to_a_server_that_is_down(
     _home, url = wired
     down = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("ENGRAM_URL", down)
+    assert main(["setup", "--yes"]) == 0  # the hooks now carry ENGRAM_URL={down}
     code, out = doctor(capsys, "--url", url)
     assert code == 1 and "ok   server:" in out
     assert f"FAIL claude hooks: the hooks post to {down}, which does not answer" in out
@@ -135,3 +136,25 @@ def test_a_model_not_prepared_and_an_untrusted_folder(
     assert "fix: engram setup (or: engram init)" in out
     assert f"FAIL gemini trust: {Path.cwd()} is not a trusted folder" in out
     assert f"fix: engram setup --agent gemini --trust {Path.cwd()}" in out
+
+
+def test_the_installed_service_port_is_checked_without_engram_url(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from engram.setup import unit
+
+    _home, url = wired
+    port = int(url.rsplit(":", 1)[1])
+    monkeypatch.delenv("ENGRAM_URL")
+    # the unit 'engram service install --port N' writes (not started: no systemctl in a test)
+    spec = unit.ServiceSpec("engram", Path(os.environ["ENGRAM_HOME"]), "127.0.0.1", port, {})
+    path = unit.unit_path(os.environ, "linux")
+    path.parent.mkdir(parents=True)
+    path.write_text(unit.systemd_unit(spec))
+    code, out = doctor(capsys)
+    assert f"ok   server: {url} ready" in out, out
+    assert main(["setup", "--yes"]) == 0  # the hooks carry that port as well
+    code, out = doctor(capsys)
+    assert code == 0, out

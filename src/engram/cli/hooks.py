@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from enum import StrEnum
 from typing import Annotated
 
@@ -68,15 +69,20 @@ def install_cmd(
     agent: Annotated[list[AgentChoice] | None, AgentOption] = None,
     url: Annotated[
         str | None,
-        typer.Option(envvar="ENGRAM_URL", help="The Engram server (default 127.0.0.1:8765)."),
+        typer.Option(
+            envvar="ENGRAM_URL",
+            help="The Engram server (default: the port of the installed 'engram service', "
+            "else 127.0.0.1:8765), as 'engram setup' wires it.",
+        ),
     ] = None,
 ) -> None:
     """Add Engram's hooks to each agent's configuration (merged: other hooks are kept; the file
     is backed up first). The hooks post to a running 'engram serve'; while it is down they
     spool locally and deliver later."""
-    settings = {"ENGRAM_HOME": str(state(ctx).settings.home)}
-    if url:
-        settings["ENGRAM_URL"] = url
+    from engram.setup.session import hook_settings, server_of
+
+    server = server_of(url, os.environ, sys.platform)
+    settings = hook_settings(state(ctx).settings.home, server)
     for a in _chosen(agent):
         change = installer.install(a, os.environ, settings=settings)
         backup = f" (backup: {change.backup})" if change.backup else ""

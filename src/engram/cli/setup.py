@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Annotated
 
@@ -27,8 +28,11 @@ AgentOpt = typer.Option(
 )
 UrlOpt = typer.Option(
     "--url",
-    help="A remote Engram server (https://host[:port]): clients connect over HTTP with the key "
-    "from ENGRAM_TOKEN, hooks post there. Default: local (clients launch 'engram mcp').",
+    envvar="ENGRAM_URL",
+    help="The Engram server. On this machine (http://127.0.0.1:PORT, localhost): clients "
+    "launch 'engram mcp', the hooks post there. Elsewhere (https://host[:port]): clients "
+    "connect over HTTP with the key from ENGRAM_TOKEN, hooks post there. Default: the port "
+    "of the installed 'engram service', else 127.0.0.1:8765.",
 )
 
 
@@ -87,6 +91,8 @@ def setup(
     the embedding model, so the first MCP call does not wait for it."""
     st = state(ctx)
     env, platform, home = dict(os.environ), sys.platform, st.settings.home
+    server = session.server_of(url, env, platform)
+    url = None if session.is_local(server) else server  # remote: clients use HTTP
     key = key or (st.settings.token if url else None)
     names = session.chosen(_agents(agent), env, platform)
     if not names:
@@ -101,7 +107,7 @@ def setup(
         root = session.git_root(Path.cwd())
         if not folders and not no_trust and root is not None:
             folders = [root]
-        wiring = session.make_wiring(home, url, [f.expanduser().resolve() for f in folders])
+        wiring = session.make_wiring(home, server, [f.expanduser().resolve() for f in folders])
         plans = session.build(names, wiring, env, platform)
     typer.echo(("Remove Engram from:" if uninstall else "Engram setup plan") + f" (data: {home})")
     _say(session.render(plans, env, diff=diff) or ["  nothing of Engram's is installed"])
@@ -135,9 +141,9 @@ def setup(
     if not uninstall:
         _prepare_home(ctx, url, key, no_model)
         if not url:
-            typer.echo(
-                "Hooks post to the local server: keep it running with 'engram service install'."
-            )
+            port = urllib.parse.urlsplit(server).port
+            keep = "engram service install" + (f" --port {port}" if port != DEFAULT_PORT else "")
+            typer.echo(f"Hooks post to the local server {server}: keep it running with '{keep}'.")
         else:
             typer.echo(
                 "MCP clients send the key from ENGRAM_TOKEN: export it in your shell profile."
@@ -251,11 +257,11 @@ def doctor(
     printed with the command that fixes it; exit 1 if there is one."""
     st = state(ctx)
     env = dict(os.environ)
-    base = session.server_url(url) if url else f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+    base = session.server_of(url, env, sys.platform)
     token = st.settings.token or ""
     if not token and (st.settings.home / "token").exists():
         token = (st.settings.home / "token").read_text().strip()
-    remote = bool(url) and not any(h in base for h in ("://127.0.0.1", "://localhost", "://[::1]"))
+    remote = not session.is_local(base)
     target = checks.Target(
         base, token, remote, st.settings.home, st.settings.embedder, st.settings.model_cache
     )

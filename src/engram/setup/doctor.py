@@ -201,18 +201,28 @@ def agent_checks(agent: AgentId, env: Mapping[str, str], platform: str, cwd: Pat
     return out
 
 
+_PLUGIN_ENV = "const ENV = { ...process.env, ..."
+
+
 def _hook_command(agent: Agent, env: Mapping[str, str]) -> str | None:
     path = hooks.config_path(agent, env)
     text = files.read(path)
     if text is None:
         return None
     if agent is Agent.OPENCODE:
+        argv: list[Any] | None = None
+        settings: dict[str, Any] = {}
         for line in text.splitlines():
             if line.startswith("const HOOK = "):
                 hook = json.loads(line.removeprefix("const HOOK = ").rstrip(";"))
                 argv = hook if isinstance(hook, list) else [hook]  # a list since -I -S
-                return shlex.join([str(a) for a in argv]) + " opencode"
-        return None
+            elif line.startswith(_PLUGIN_ENV):  # what the plugin passes to the hook
+                found = json.loads(line.removeprefix(_PLUGIN_ENV).removesuffix(" };"))
+                settings = found if isinstance(found, dict) else {}
+        if argv is None:
+            return None
+        executable = shlex.join([str(a) for a in argv])
+        return hooks.hook_command(agent, executable, {k: str(v) for k, v in settings.items()})
     for groups in (formats.parse_json(path, text).get("hooks") or {}).values():
         for group in groups if isinstance(groups, list) else []:
             for handler in group.get("hooks", [group]) if isinstance(group, dict) else []:

@@ -171,15 +171,19 @@ def _hooks_edit(info_hooks: Agent, path: Path, wiring: Wiring | None) -> Edit:
 
 
 def _describe_hooks(agent: Agent, wiring: Wiring) -> str:
+    url = wiring.hook_settings.get("ENGRAM_URL")
+    posting = f", posting to {url}" if url else ""
     if agent is Agent.OPENCODE:
-        return f"plugin running {wiring.hook_executable} opencode (capture, session context)"
+        what = f"capture, session context{posting}"
+        return f"plugin running {wiring.hook_executable} opencode ({what})"
     events = {
         Agent.CLAUDE: hooks.CLAUDE_EVENTS,
         Agent.CODEX: hooks.CODEX_EVENTS,
         Agent.GEMINI: hooks.GEMINI_EVENTS,
         Agent.CURSOR: hooks.CURSOR_EVENTS,
     }[agent]
-    return f"hooks {', '.join(events)} → {wiring.hook_executable} {agent.value}"
+    where = f" ({posting.removeprefix(', ')})" if url else ""
+    return f"hooks {', '.join(events)} → {wiring.hook_executable} {agent.value}{where}"
 
 
 def record_path(engram_home: Path) -> Path:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import difflib
 import shutil
 import sys
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engram.config import DEFAULT_HOST, DEFAULT_PORT
 from engram.hooks.install import hook_executable
-from engram.setup import formats
+from engram.setup import formats, unit
 from engram.setup import plan as planning
 from engram.setup.agents import AGENTS, AgentId, detect
 from engram.setup.mcp_entries import Launch
@@ -47,25 +49,59 @@ def engram_executable() -> str:
     return shutil.which("engram") or "engram"
 
 
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def server_url(url: str) -> str:
     url = url.rstrip("/")
     return url.removesuffix("/mcp")
 
 
-def make_wiring(engram_home: Path, url: str | None, trust: Sequence[Path]) -> Wiring:
-    """Local: clients launch ``engram mcp`` on this home, hooks post to the local server.
-    Remote (``url``): clients and hooks reach that server, the key read from ENGRAM_TOKEN."""
-    settings = {"ENGRAM_HOME": str(engram_home)}
-    base = server_url(url) if url else "http://127.0.0.1:8765"
+def is_local(url: str) -> bool:
+    """Whether ``url`` names a server on this machine (a loopback address)."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return False
+    return host in _LOOPBACK
+
+
+def server_of(url: str | None, env: Mapping[str, str], platform: str) -> str:
+    """The server that setup, ``hooks install`` and doctor wire and check: ``url`` (``--url``,
+    else ``ENGRAM_URL``), else the address the installed ``engram service`` binds, else the
+    default (127.0.0.1:8765)."""
     if url:
-        settings["ENGRAM_URL"] = base
+        return server_url(url)
+    address = unit.installed_address(env, platform)
+    if address is None:
+        return DEFAULT_URL
+    host, port = address
+    host = DEFAULT_HOST if host in ("0.0.0.0", "::", "") else host
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def hook_settings(engram_home: Path, server: str) -> dict[str, str]:
+    """What every hook command carries: this data directory, and the server to post to unless
+    it is the default (an agent started from a desktop launcher inherits no ENGRAM_URL)."""
+    settings = {"ENGRAM_HOME": str(engram_home)}
+    if server != DEFAULT_URL:
+        settings["ENGRAM_URL"] = server
+    return settings
+
+
+def make_wiring(engram_home: Path, server: str, trust: Sequence[Path]) -> Wiring:
+    """On this machine (``server`` is a loopback address): clients launch ``engram mcp`` on this
+    home, hooks post to ``server``. Remote: clients and hooks reach ``server``, the key read
+    from ENGRAM_TOKEN."""
     launch = Launch(
         command=engram_executable(),
         args=("mcp",),
         env={"ENGRAM_HOME": str(engram_home)},
-        url=f"{base}/mcp",
+        url=f"{server}/mcp",
     )
-    return Wiring(launch, bool(url), hook_executable(), settings, tuple(trust))
+    settings = hook_settings(engram_home, server)
+    return Wiring(launch, not is_local(server), hook_executable(), settings, tuple(trust))
 
 
 def git_root(folder: Path) -> Path | None:

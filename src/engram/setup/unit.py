@@ -6,8 +6,10 @@ session) the answer says so and how to start the server instead."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import plistlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engram.config import DEFAULT_HOST
 from engram.setup import files
 
 LABEL = "dev.engram"
@@ -108,6 +111,31 @@ def unit_path(env: Mapping[str, str], platform: str = sys.platform) -> Path:
         return home / "Library" / "LaunchAgents" / f"{LABEL}.plist"
     config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
     return config / "systemd" / "user" / UNIT
+
+
+def installed_address(
+    env: Mapping[str, str], platform: str = sys.platform
+) -> tuple[str, int] | None:
+    """The host and port the installed service's ``engram serve`` binds (from its unit or
+    plist); None when no service is installed or its file does not say."""
+    path = unit_path(env, platform)
+    text = files.read(path)
+    if text is None:
+        return None
+    args: list[str] = []
+    try:
+        if platform == "darwin":
+            args = [str(a) for a in plistlib.loads(text.encode()).get("ProgramArguments", [])]
+        else:
+            line = next((x for x in text.splitlines() if x.startswith("ExecStart=")), "")
+            args = shlex.split(line.removeprefix("ExecStart="))
+    except (ValueError, plistlib.InvalidFileException):
+        return None
+    options = dict(itertools.pairwise(args))
+    port = options.get("--port", "")
+    if not port.isdigit():
+        return None
+    return options.get("--host", DEFAULT_HOST), int(port)
 
 
 def render(spec: ServiceSpec, env: Mapping[str, str], platform: str = sys.platform) -> str:
