@@ -158,3 +158,43 @@ def test_the_installed_service_port_is_checked_without_engram_url(
     assert main(["setup", "--yes"]) == 0  # the hooks carry that port as well
     code, out = doctor(capsys)
     assert code == 0, out
+
+
+def test_agents_not_wired_are_listed_not_failed(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home, url = wired
+    (home / ".codex").mkdir()  # installed after setup, never wired
+    assert main(["setup", "--uninstall", "--yes", "--agent", "cursor", "--agent", "opencode"]) == 0
+    code, out = doctor(capsys, "--url", url)
+    assert code == 0, out
+    assert "All good." in out and "FAIL" not in out
+    for name in ("codex", "cursor", "opencode"):
+        assert f"skip {name}: not wired to Engram (" in out
+        assert f"to wire it: engram setup --agent {name}" in out
+    assert "ok   claude hooks:" in out and "ok   gemini trust:" in out
+    code, out = doctor(capsys, "--url", url, "--agent", "codex")  # named: checked in full
+    assert code == 1 and "FAIL codex mcp: no 'engram' server in" in out
+
+
+def test_events_refused_for_good_are_a_warning_with_their_reasons(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from engram.hooks.spool import Spool
+
+    _home, url = wired
+    spool = Spool(Path(os.environ["ENGRAM_HOME"]) / "hooks" / "spool")
+    reason = "HTTP 404: environment 'env_01m8y4zg6ktxmd3q4xe3v1ca8x' does not exist"
+    for key in ("claude-a1", "claude-a2"):
+        spool.reject(None, {"key": key, "agent": "claude", "text": "x"}, reason)
+    code, out = doctor(capsys, "--url", url)
+    assert code == 0, out
+    assert "ok   capture: no event waits in the spool" in out
+    assert (
+        "warn rejected: 2 captured events were refused by the server for good and set aside "
+        f"(they will not be delivered): 2 x {reason}"
+    ) in out
+    assert f"clear them: rm -r {spool.rejected_dir}" in out
+    assert "All good." in out

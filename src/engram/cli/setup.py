@@ -252,9 +252,10 @@ def doctor(
         typer.Option("--url", envvar="ENGRAM_URL", help="The server (default: the local one)."),
     ] = None,
 ) -> None:
-    """Check the server (reachable, token accepted), the embedding model, and each agent's
-    wiring (present, pointing at files that exist, hooks answering in time). Each problem is
-    printed with the command that fixes it; exit 1 if there is one."""
+    """Check the server (reachable, token accepted), the embedding model, the hooks' spool, and
+    each wired agent's wiring (present, pointing at files that exist, hooks answering in time).
+    Each problem is printed with the command that fixes it; exit 1 if there is one. An agent
+    found here but not wired is listed (skip), events the server refused are a warning."""
     st = state(ctx)
     env = dict(os.environ)
     base = session.server_of(url, env, sys.platform)
@@ -266,12 +267,15 @@ def doctor(
         base, token, remote, st.settings.home, st.settings.embedder, st.settings.model_cache
     )
     results = [*checks.server_checks(target), checks.model_check(target)]
-    results.append(checks.spool_check(target))
-    for a in session.chosen(_agents(agent), env, sys.platform):
-        results += checks.agent_checks(a, env, sys.platform, Path.cwd())
+    results += checks.spool_checks(target)
+    for a, found in session.chosen(_agents(agent), env, sys.platform).items():
+        if not agent and found and not checks.is_wired(a, env, sys.platform):
+            results.append(checks.not_wired(a, found))  # found here, but not chosen at setup
+        else:
+            results += checks.agent_checks(a, env, sys.platform, Path.cwd())
     for c in results:
-        typer.echo(f"{'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
-        if not c.ok and c.fix:
+        typer.echo(f"{c.label:<4} {c.name}: {c.detail}")
+        if c.label != "ok" and c.fix:
             typer.echo(f"     fix: {c.fix}")
     bad = [c for c in results if not c.ok]
     typer.echo(f"{len(bad)} problem(s)" if bad else "All good.")

@@ -35,6 +35,13 @@ class Check:
     ok: bool
     detail: str
     fix: str | None = None
+    mark: str | None = None
+    """How a check that is no problem (``ok``) is shown when it is not plainly ok: ``warn``
+    (worth knowing; its ``fix`` says what to do) or ``skip`` (not checked, and why)."""
+
+    @property
+    def label(self) -> str:
+        return self.mark or ("ok" if self.ok else "FAIL")
 
 
 @dataclass(frozen=True)
@@ -92,31 +99,57 @@ def server_checks(target: Target) -> list[Check]:
     return checks
 
 
-def spool_check(target: Target) -> Check:
-    """Whether captured events wait in the hooks' spool (not delivered yet) or were refused by
-    the server for good (set aside in ``rejected/``)."""
+def spool_checks(target: Target) -> list[Check]:
+    """Whether captured events wait in the hooks' spool (not delivered yet: a problem now), and
+    how many the server refused for good (set aside in ``rejected/``: a warning with their
+    reasons; they are past, and the events behind them were delivered)."""
     from engram.hooks.paths import hooks_dir
     from engram.hooks.spool import Spool
 
     directory = hooks_dir({"ENGRAM_HOME": str(target.engram_home)})
     spool = Spool(os.path.join(directory, "spool"))
-    log = os.path.join(directory, "hook.log")
     waiting, refused = spool.count(), spool.count_rejected()
-    if refused:
-        return Check(
-            "capture",
-            False,
-            f"{refused} captured events refused by the server for good, in {spool.rejected_dir}",
-            f"read why in {log} (or engram hooks flush), then delete {spool.rejected_dir}",
-        )
-    if waiting:
-        return Check(
+    out = [
+        Check(
             "capture",
             False,
             f"{waiting} captured events wait in {spool.directory}",
             "engram hooks flush (it says why they are not delivered)",
         )
-    return Check("capture", True, "no event waits in the spool")
+        if waiting
+        else Check("capture", True, "no event waits in the spool")
+    ]
+    if refused:
+        out.append(
+            Check(
+                "rejected",
+                True,
+                f"{refused} captured events were refused by the server for good and set aside "
+                f"(they will not be delivered): {_reasons(spool.rejected_dir)}",
+                f"read them in {spool.rejected_dir} (each file's 'reason'); once read, clear "
+                f"them: rm -r {spool.rejected_dir}",
+                mark="warn",
+            )
+        )
+    return out
+
+
+REASONS_READ = 200
+"""Set-aside events whose reasons the doctor reads (their count is always exact)."""
+
+
+def _reasons(directory: str) -> str:
+    """The most common reasons the set-aside events in ``directory`` were refused for."""
+    from collections import Counter
+
+    reasons: Counter[str] = Counter()
+    for path in sorted(Path(directory).glob("*.json"))[:REASONS_READ]:
+        try:
+            reason = json.loads(path.read_text(encoding="utf-8")).get("reason")
+        except (OSError, ValueError, AttributeError):
+            reason = None
+        reasons[str(reason)[:160] if reason else "unreadable"] += 1
+    return "; ".join(f"{n} x {reason}" for reason, n in reasons.most_common(3))
 
 
 def model_check(target: Target) -> Check:
@@ -158,6 +191,31 @@ def _mcp_entry(agent: AgentId, path: Path) -> Any:
         return formats.get_entry(data, ("mcp_servers",), NAME)
     return formats.get_entry(
         formats.parse_json(path, text), (CONTAINER[AGENTS[agent].client],), NAME
+    )
+
+
+def is_wired(agent: AgentId, env: Mapping[str, str], platform: str) -> bool:
+    """Whether any of Engram's wiring is in ``agent``'s files (its MCP entry or its hooks); a
+    file that cannot be read counts as wired, so that its checks say why."""
+    try:
+        if isinstance(_mcp_entry(agent, mcp_path(agent, env, platform)), dict):
+            return True
+    except formats.ConfigError:
+        return True
+    info = AGENTS[agent]
+    if info.hooks is None:
+        return False
+    st = hooks.status(info.hooks, env)
+    return bool(st.installed)
+
+
+def not_wired(agent: AgentId, found: str) -> Check:
+    """An agent installed here that setup did not wire (or whose wiring was removed)."""
+    return Check(
+        agent.value,
+        True,
+        f"not wired to Engram ({found}); to wire it: engram setup --agent {agent.value}",
+        mark="skip",
     )
 
 
