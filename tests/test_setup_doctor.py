@@ -84,10 +84,23 @@ def test_a_refused_token(
     wired: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _home, url = wired
+    import os
+
+    token = Path(os.environ["ENGRAM_HOME"]) / "token"
     monkeypatch.setenv("ENGRAM_TOKEN", "egm_not_a_real_key")
     code, out = doctor(capsys, "--url", url)
     assert code == 1
-    assert "FAIL token: the server refused the token (HTTP 401)" in out
+    assert (
+        "FAIL token: the server refused the token in the ENGRAM_TOKEN environment variable "
+        f"(HTTP 401); it is used instead of {token}"
+    ) in out
+    assert "fix: set ENGRAM_TOKEN to a key the server accepts (engram keys create), or " in out
+    assert "init --rotate" not in out  # it would replace the owner token, not ENGRAM_TOKEN
+    monkeypatch.delenv("ENGRAM_TOKEN")
+    token.write_text("egm_not_the_owner_token\n")
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1
+    assert f"FAIL token: the server refused the token in {token} (HTTP 401)" in out
     assert "fix: engram init --rotate" in out
 
 

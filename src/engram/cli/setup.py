@@ -259,12 +259,19 @@ def doctor(
     st = state(ctx)
     env = dict(os.environ)
     base = session.server_of(url, env, sys.platform)
-    token = st.settings.token or ""
+    token, token_from = st.settings.token or "", checks.ENV_TOKEN
     if not token and (st.settings.home / "token").exists():
         token = (st.settings.home / "token").read_text().strip()
+        token_from = str(st.settings.home / "token")
     remote = not session.is_local(base)
     target = checks.Target(
-        base, token, remote, st.settings.home, st.settings.embedder, st.settings.model_cache
+        base,
+        token,
+        remote,
+        st.settings.home,
+        st.settings.embedder,
+        st.settings.model_cache,
+        token_from,
     )
     results = [*checks.server_checks(target), checks.model_check(target)]
     results += checks.spool_checks(target)

@@ -25,6 +25,7 @@ from engram.setup.mcp_entries import CONTAINER, NAME, McpClient
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 SERVE_FIX = "engram service install (or run: engram serve)"
+ENV_TOKEN = "ENGRAM_TOKEN"
 HOOK_BUDGET_S = 3.0
 """Codex gives a SessionEnd hook 3 s; a hook slower than that also slows every prompt down."""
 
@@ -54,6 +55,8 @@ class Target:
     engram_home: Path
     embedder: str
     model_cache: Path
+    token_from: str = ""
+    """Where ``token`` came from: ``ENGRAM_TOKEN``, else the owner token's file."""
 
 
 def _get(url: str, token: str = "", timeout: float = 5.0) -> tuple[int, Any]:
@@ -87,14 +90,27 @@ def server_checks(target: Target) -> list[Check]:
     code, body = _get(f"{target.url}/api/v1/users/me", target.token)
     if code == 200 and isinstance(body, dict):
         checks.append(Check("token", True, f"accepted: {body.get('name', '?')}"))
+    elif target.token_from == ENV_TOKEN:
+        file = target.engram_home / "token"
+        checks.append(
+            Check(
+                "token",
+                False,
+                f"the server refused the token in the {ENV_TOKEN} environment variable "
+                f"(HTTP {code}); it is used instead of {file}",
+                f"set {ENV_TOKEN} to a key the server accepts (engram keys create), or unset it "
+                f"to use {file}",
+            )
+        )
     else:
         token_fix = (
             "engram keys create (on the server), then engram setup --url URL --key KEY"
             if target.remote
             else "engram init --rotate"
         )
+        where = f" in {target.token_from}" if target.token_from else ""
         checks.append(
-            Check("token", False, f"the server refused the token (HTTP {code})", token_fix)
+            Check("token", False, f"the server refused the token{where} (HTTP {code})", token_fix)
         )
     return checks
 
