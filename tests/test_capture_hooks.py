@@ -542,7 +542,9 @@ def test_hooks_install_merges_backs_up_and_uninstalls(tmp_path: Path) -> None:
     assert "claude: unchanged" in cli("install", "--agent", "claude")  # idempotent
     status = cli("status", "--agent", "claude")
     assert "SessionStart" in status and "spool: 0 events" in status
-    assert "claude: removed" in cli("uninstall", "--agent", "claude")
+    out = cli("uninstall", "--agent", "claude")
+    assert f"claude: removed Engram's hooks from {settings} (other settings kept)" in out
+    assert "no Engram hooks in" in cli("uninstall", "--agent", "claude")
     assert json.loads(settings.read_text()) == {
         "model": "x",
         "hooks": {"Stop": [{"hooks": [other]}]},

@@ -95,7 +95,13 @@ def uninstall_cmd(agent: Annotated[list[AgentChoice] | None, AgentOption] = None
     for a in _chosen(agent):
         change = installer.uninstall(a, os.environ)
         backup = f" (backup: {change.backup})" if change.backup else ""
-        typer.echo(f"{a.value}: {change.action} {change.path}{backup}")
+        if change.action == "absent":
+            typer.echo(f"{a.value}: no Engram hooks in {change.path}")
+        elif a is Agent.OPENCODE:  # the plugin file is Engram's own
+            typer.echo(f"{a.value}: removed Engram's plugin {change.path}{backup}")
+        else:
+            typer.echo(f"{a.value}: removed Engram's hooks from {change.path} (other settings "
+                       f"kept){backup}")  # fmt: skip
 
 
 @app.command("status")
