@@ -211,3 +211,26 @@ def test_events_refused_for_good_are_a_warning_with_their_reasons(
     ) in out
     assert f"clear them: rm -r {spool.rejected_dir}" in out
     assert "All good." in out
+
+
+def test_a_settings_file_that_is_not_json_is_named_with_its_line(
+    wired: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home, url = wired
+    settings = home / ".claude" / "settings.json"
+    broken = '{"theme": "dark", // comment\n "hooks": {}\n'
+    settings.write_text(broken)
+    code, out = doctor(capsys, "--url", url)
+    assert code == 1
+    assert f"FAIL claude hooks: {settings} is not valid JSON (" in out and "line 1 column" in out
+    assert f"fix: repair {settings} by hand (or move it), then engram setup --agent claude" in out
+    assert "not wired" not in out
+    capsys.readouterr()
+    assert main(["hooks", "status", "--agent", "claude"]) == 0
+    status = capsys.readouterr().out
+    assert f"claude: {settings} is not valid JSON (" in status and "line 1 column" in status
+    assert "fix or move it first, then engram hooks install --agent claude" in status
+    assert "not installed" not in status
+    assert main(["setup", "--yes", "--agent", "claude"]) == 2  # the fix refuses to overwrite it
+    assert main(["hooks", "install", "--agent", "claude"]) == 2
+    assert settings.read_text() == broken

@@ -112,6 +112,9 @@ def status_cmd(
     the spool and the hook log are."""
     for a in _chosen(agent) if agent else list(Agent):
         st = installer.status(a, os.environ)
+        if st.error is not None:
+            typer.echo(f"{a.value}: {st.error}, then engram hooks install --agent {a.value}")
+            continue
         wired = ", ".join(st.installed) if st.installed else "not installed"
         typer.echo(f"{a.value}: {wired} ({st.path})")
     directory = hooks_dir({"ENGRAM_HOME": str(state(ctx).settings.home)})

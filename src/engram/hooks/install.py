@@ -73,6 +73,8 @@ class Status:
     path: Path
     installed: list[str]
     """The agent's events wired to Engram."""
+    error: str | None = None
+    """Why the file cannot be read (it is not valid JSON, names the line), if it cannot."""
 
 
 def hook_executable() -> str:
@@ -307,8 +309,8 @@ def status(agent: Agent, env: Mapping[str, str]) -> Status:
         return Status(agent, path, ["plugin"] if ours else [])
     try:
         hooks = _read_json(path).get("hooks") or {}
-    except InstallError:
-        return Status(agent, path, [])
+    except InstallError as exc:
+        return Status(agent, path, [], exc.message)
     wired = []
     for name, entries in hooks.items():
         for entry in entries if isinstance(entries, list) else []:

@@ -222,7 +222,7 @@ def is_wired(agent: AgentId, env: Mapping[str, str], platform: str) -> bool:
     if info.hooks is None:
         return False
     st = hooks.status(info.hooks, env)
-    return bool(st.installed)
+    return bool(st.installed) or st.error is not None
 
 
 def not_wired(agent: AgentId, found: str) -> Check:
@@ -308,6 +308,9 @@ def _hook_command(agent: Agent, env: Mapping[str, str]) -> str | None:
 def _hook_check(agent: Agent, agent_id: AgentId, env: Mapping[str, str], fix: str) -> Check:
     name = f"{agent_id.value} hooks"
     st = hooks.status(agent, env)
+    if st.error is not None:  # never "not wired": setup would refuse to touch it
+        detail = st.error.removesuffix("; fix or move it first")
+        return Check(name, False, detail, f"repair {st.path} by hand (or move it), then {fix}")
     if not st.installed:
         return Check(name, False, f"not wired in {st.path}", fix)
     command = _hook_command(agent, env)
