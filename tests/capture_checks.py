@@ -13,6 +13,7 @@ from typing import Any
 from engram.store import Store
 
 HOOK = Path(sys.executable).parent / "engram-hook"
+_PASSED_ON = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
 PROMPT_SECRET = "sk-ant-api03-FAKEFAKEFAKEFAKEFAKEFAKE0123"
 RESULT_SECRET = "ghp_FAKE0123456789abcdefghijklmnopqrstuv"
 
@@ -58,7 +59,8 @@ def run_hook(
         input=json.dumps(payload),
         capture_output=True,
         text=True,
-        env={"PATH": os.environ.get("PATH", ""), **env},
+        # PYTHONPATH passed on: the hook runs the code under test (a clone's src/ first)
+        env={"PATH": os.environ.get("PATH", ""), **_PASSED_ON, **env},
         timeout=timeout,
     )
     return result.returncode, result.stdout

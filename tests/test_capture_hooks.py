@@ -375,8 +375,8 @@ def test_an_event_refused_for_good_is_set_aside_and_never_blocks_the_others(
         texts |= {o.text for o in engram.capture.search("refusals", actor, "webapp")}
         assert texts == {"spooled one", "spooled two", "after the refusals"}
         sessions = {s.session_id for s in engram.capture.list_sessions(actor, "webapp")}
-        assert sessions == {"w1", "w2", "w4"}
-        assert len(list(rejected.glob("*.json"))) == 4
+        assert sessions == {"w1", "w2", "w3", "w4"}  # w3: in the project, ENGRAM_ENV refused
+        assert len(list(rejected.glob("*.json"))) == 3
         log = (home / "hooks" / "hook.log").read_text()
         assert "refused by the server for good, set aside in" in log and "HTTP 404" in log
         assert "environment 'My Env' does not exist" in log
@@ -397,11 +397,46 @@ def test_an_event_refused_for_good_is_set_aside_and_never_blocks_the_others(
         assert "1 x HTTP 404: environment 'env_01m8y4zg6ktxmd3q4xe3v1ca8x' does not exist" in (
             flushed.stdout
         )
-        assert "rejected: 5 events the server refused for good" in cli("hooks", "status").stdout
+        assert "rejected: 4 events the server refused for good" in cli("hooks", "status").stdout
         doctor = cli("doctor", "--url", f"http://127.0.0.1:{port}", "--agent", "claude")
-        assert "warn rejected: 5 captured events were refused by the server for good" in (
+        assert "warn rejected: 4 captured events were refused by the server for good" in (
             doctor.stdout
         )
+
+
+def test_a_mistyped_engram_env_is_never_created_the_project_gets_the_events(
+    engram: Engram, owner: tuple[Actor, Path], tmp_path: Path
+) -> None:
+    actor, home = owner
+    webapp = _repo(tmp_path)
+    port = free_port()
+    env = {"ENGRAM_HOME": str(home), "ENGRAM_URL": f"http://127.0.0.1:{port}"}
+    typo = {**env, "ENGRAM_ENV": "nosuch3"}
+
+    def prompt(text: str, sid: str) -> dict[str, Any]:
+        return {"session_id": sid, "cwd": str(webapp), "hook_event_name": "UserPromptSubmit",
+                "prompt": text}  # fmt: skip
+
+    assert run_hook("claude", prompt("typed while down", "t0"), typo)[0] == 0  # spooled
+    engram.environments.create("shared", actor, "an environment that exists")
+    with serve(engram, port):
+        start = {**prompt("", "t1"), "hook_event_name": "SessionStart"}
+        code, out = run_hook("claude", start, typo)
+        assert code == 0 and json.loads(out) is not None
+        assert run_hook("claude", prompt("mistyped env prompt", "t1"), typo)[0] == 0
+        shared = {**env, "ENGRAM_ENV": "shared"}
+        assert run_hook("claude", prompt("shared env prompt", "t2"), shared)[0] == 0
+        engram.capture.drain()
+    assert "nosuch3" not in {e.name for e in engram.environments.list(actor)}
+    in_project = {s.session_id for s in engram.capture.list_sessions(actor, "webapp")}
+    assert in_project == {"t0", "t1"}  # the spooled one too: set aside in the project
+    assert {s.session_id for s in engram.capture.list_sessions(actor, "shared")} == {"t2"}
+    assert not list((home / "hooks" / "rejected").glob("*.json"))
+    log = (home / "hooks" / "hook.log").read_text()
+    assert (
+        "ENGRAM_ENV='nosuch3' was refused (HTTP 404: environment 'nosuch3' does not exist); "
+        "captured in the project's environment (webapp) instead"
+    ) in log
 
 
 def test_ignore_paths_drops_reads_and_commands_that_name_an_ignored_path(

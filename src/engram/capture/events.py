@@ -63,7 +63,11 @@ class Event:
     hook: str = ""
     """The agent's own event name (``PostToolUse``, ``AfterTool``, …)."""
     project: str | None = None
-    """The project of ``cwd`` (its git root's name), the environment the session belongs to."""
+    """The project of ``cwd`` (its git root's name), the environment the session belongs to
+    (created on first use)."""
+    environment: str | None = None
+    """An environment named explicitly (``ENGRAM_ENV``): the session belongs to it instead of
+    ``project``, and it must exist (a name that does not is refused, never created)."""
     text: str = ""
     """The prompt, the assistant's last message or the compaction summary."""
     tool: str = ""
@@ -126,11 +130,12 @@ def validation_errors(data: Any) -> list[str]:
             errors.append(f"'{name}' must be a string")
         elif len(value) > limit:
             errors.append(f"'{name}' is longer than {limit} characters")
-    project = data.get("project")
-    if project is not None and not isinstance(project, str):
-        errors.append("'project' must be a string or null")
-    elif project is not None and len(project) > MAX_NAME_CHARS:
-        errors.append(f"'project' is longer than {MAX_NAME_CHARS} characters")
+    for name in ("project", "environment"):
+        value = data.get(name)
+        if value is not None and not isinstance(value, str):
+            errors.append(f"'{name}' must be a string or null")
+        elif value is not None and len(value) > MAX_NAME_CHARS:
+            errors.append(f"'{name}' is longer than {MAX_NAME_CHARS} characters")
     if not isinstance(data.get("failed", False), bool):
         errors.append("'failed' must be true or false")
     extra = data.get("extra") or {}
@@ -174,6 +179,7 @@ def from_dict(data: dict[str, Any]) -> Event:
         key=data["key"],
         hook=data.get("hook", ""),
         project=data.get("project"),
+        environment=data.get("environment"),
         text=data.get("text", ""),
         tool=data.get("tool", ""),
         command=data.get("command", ""),

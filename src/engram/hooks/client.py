@@ -36,7 +36,7 @@ from engram.capture.bounds import START_TOKENS
 from engram.capture.jsonio import loads
 from engram.capture.privacy import scrub, site_scrub
 from engram.capture.repo import capture_mode, find_rules
-from engram.capture.which import choose
+from engram.capture.which import VARIABLE, choose
 from engram.hooks.paths import engram_home, hooks_dir, private_dir
 from engram.hooks.spool import Spool
 from engram.hooks.wire import Refused, ServerUnavailable, post_json
@@ -126,10 +126,14 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     rules = find_rules(cwd)
     if not rules.captures(mode):
         return empty
-    project = choose(None, env, cwd, rules)[0]  # the rule every edge follows
+    ref, source, _root = choose(None, env, cwd, rules)  # the rule every edge follows
+    explicit = ref if source == VARIABLE else None  # ENGRAM_ENV: it must exist
+    project = choose(None, {}, cwd, rules)[0] if explicit else ref  # else: created on first use
     key = f"{agent}-{os.urandom(16).hex()}"
     site = site_scrub(engram_home(env))  # <home>/scrub.toml, as the server and the CLI read it
     event = to_wire(agent, raw, at=_now(payload), key=key, cwd=cwd, project=project, scrub=site)
+    if explicit:
+        event["environment"] = explicit
     named = (*event["files"], *named_paths(raw.tool_input))  # a read as well as a write
     if rules.ignores(command_of(raw.tool_input), named, cwd):
         return empty
@@ -156,6 +160,21 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
             log(env, f"spool full: dropped a {kind} event of {agent}")
         log(env, f"{agent} {raw.hook}: spooled ({exc})")
 
+    def refused(exc: Refused) -> dict[str, Any]:  # the new event, alone, refused for good
+        nonlocal event
+        fallback = _in_project(env, event, exc)
+        if fallback is None:
+            _reject(env, spool, None, event, exc)
+            return {}
+        event = fallback
+        try:
+            return post(env, path, lambda: {"events": [event], **extra}, timeout)
+        except ServerUnavailable as again:
+            keep(again)
+        except Refused as again:
+            _reject(env, spool, None, event, again)
+        return {}
+
     try:
         answer = post(env, path, body, timeout)
     except ServerUnavailable as exc:
@@ -164,14 +183,14 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     except Refused as exc:  # one event in the batch can never be taken: find which
         answer = {}
         if not spooled:
-            _reject(env, spool, None, event, exc)
+            answer = refused(exc)
         else:
             try:
                 answer = post(env, path, lambda: {"events": [event], **extra}, timeout)
             except ServerUnavailable as again:
                 keep(again)
             except Refused as again:
-                _reject(env, spool, None, event, again)
+                answer = refused(again)
             _isolate(env, spool, spooled, timeout, budget=HOOK_RETRIES)
     else:
         spool.delivered([p for p, _ in spooled])
@@ -179,9 +198,35 @@ def handle(agent: str, payload: Mapping[str, Any], env: Mapping[str, str]) -> st
     return render_output(agent, raw.hook, context if isinstance(context, str) else "")
 
 
+def _in_project(
+    env: Mapping[str, str], event: dict[str, Any], exc: Refused
+) -> dict[str, Any] | None:
+    """``event`` in its project's environment instead of the one ``ENGRAM_ENV`` named, which
+    the server refused (logged; the hook never creates an environment from a mistyped name, as
+    no edge does); None for an event that named none."""
+    name = event.get("environment")
+    if not name:
+        return None
+    log(
+        env,
+        f"{event.get('agent')} {event.get('hook')}: ENGRAM_ENV={name!r} was refused ({exc}); "
+        f"captured in the project's environment ({event.get('project') or 'the default'}) "
+        "instead",
+    )
+    return {k: v for k, v in event.items() if k != "environment"}
+
+
 def _reject(
     env: Mapping[str, str], spool: Spool, path: str | None, event: dict[str, Any], exc: Refused
-) -> None:
+) -> bool:
+    """Set ``event`` aside (logged); an event whose ``ENGRAM_ENV`` environment was refused is
+    spooled again in its project's environment instead (False: it was not set aside)."""
+    fallback = _in_project(env, event, exc)
+    if fallback is not None:
+        spool.put({**fallback, "key": f"{str(event.get('key'))[:96]}-prj"})
+        if path is not None:
+            spool.delivered([path])
+        return False
     kept = spool.reject(path, event, str(exc))
     where = f"set aside in {spool.rejected_dir}" if kept else "dropped (rejected/ is full)"
     log(
@@ -189,6 +234,7 @@ def _reject(
         f"{event.get('agent')} {event.get('hook')}: refused by the server for good, {where} "
         f"({exc})",
     )
+    return True
 
 
 class Delivery:
@@ -235,8 +281,8 @@ def _isolate(
                 mid = len(part) // 2
                 pending[:0] = [part[:mid], part[mid:]]
                 continue
-            _reject(env, spool, part[0][0], part[0][1], exc)
-            done.refused.append(str(exc))
+            if _reject(env, spool, part[0][0], part[0][1], exc):
+                done.refused.append(str(exc))
             continue
         spool.delivered([p for p, _ in part])
         done.sent += len(part)

@@ -111,17 +111,20 @@ class CaptureService:
         self._stopping = False
         self._writer: threading.Thread | None = None
         self._summarizer: threading.Thread | None = None
-        self._env_cache: dict[tuple[str, str], str] = {}
+        self._env_cache: dict[tuple[str, str, str], str] = {}
 
     # -- ingest ------------------------------------------------------------------------------
-    def _environment_id(self, project: str | None, actor: Actor) -> str:
-        """The environment of a project (created on first use), else the actor's default."""
-        cache_key = (actor.user_id, project or "")
+    def _environment_id(self, project: str | None, explicit: str | None, actor: Actor) -> str:
+        """The environment named ``explicit`` (ENGRAM_ENV: it must exist, else NotFound), else
+        the environment of a project (created on first use), else the actor's default."""
+        cache_key = (actor.user_id, project or "", explicit or "")
         cached = self._env_cache.get(cache_key)
         if cached is not None:
             # only the id is cached: scope and role are checked again on every call
             return self._envs.resolve(cached, actor, Role.WRITER).id
-        if project is None:
+        if explicit is not None:
+            env = self._envs.resolve(explicit, actor, Role.WRITER)
+        elif project is None:
             env = self._envs.resolve(None, actor, Role.WRITER)
         else:
             try:

@@ -65,12 +65,14 @@ class Unprepared:
         return len(self.raw)
 
 
-EnvIds = dict[tuple[Actor, str | None], str]
-"""The environment id of each (actor, project) resolved (and its role checked) in one group."""
+EnvIds = dict[tuple[Actor, str | None, str | None], str]
+"""The environment id of each (actor, project, explicit environment) resolved (and its role
+checked) in one group."""
 
 
-EnvironmentOf = Callable[[str | None, Actor], str]
-"""The environment id of a project for an actor (created on first use, its role checked)."""
+EnvironmentOf = Callable[[str | None, str | None, Actor], str]
+"""The environment id of (a project, an explicit environment) for an actor: the explicit one,
+which must exist, else the project's (created on first use); its role checked."""
 
 
 def prepare_events(
@@ -102,10 +104,10 @@ def prepare_events(
     ending: set[str] = set()
     env_ids = {} if env_ids is None else env_ids
     for ev in events:
-        env_id = env_ids.get((actor, ev.project))
+        env_id = env_ids.get((actor, ev.project, ev.environment))
         if env_id is None:
-            env_id = environment_of(ev.project, actor)
-            env_ids[actor, ev.project] = env_id
+            env_id = environment_of(ev.project, ev.environment, actor)
+            env_ids[actor, ev.project, ev.environment] = env_id
         sid = session_key(env_id, ev.agent.value, ev.session_id)
         at = parse_at(ev.at, now)
         title = cut(ev.text.splitlines()[0], 200) if ev.kind is EventKind.PROMPT and ev.text else ""

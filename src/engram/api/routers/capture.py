@@ -56,6 +56,7 @@ EVENT_SCHEMA: dict[str, Any] = {
         "at": {"type": "string", "minLength": 1, "maxLength": 64},
         "key": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{8,100}$"},
         "project": {"type": ["string", "null"], "maxLength": MAX_NAME_CHARS},
+        "environment": {"type": ["string", "null"], "maxLength": MAX_NAME_CHARS},
         "files": {"type": "array", "maxItems": MAX_FILES, "items": _NAME},
         "hook": _NAME,
         "tool": _NAME,
