@@ -278,3 +278,18 @@ def test_a_local_server_on_another_port_is_wired_into_the_hooks_as_hooks_install
     assert "engram service install --port 8812" in capsys.readouterr().out
     assert main(["hooks", "install", "--agent", "claude"]) == 0
     assert "claude: unchanged" in capsys.readouterr().out
+
+
+def test_uninstall_keeps_the_blank_line_before_a_table_the_user_added_after_engrams(
+    home: Path,
+) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    mine = '# my codex config\nmodel = "gpt-5"\n\n[mcp_servers.other]\ncommand = "other"\n'
+    config.write_text(mine + '\n[profiles.x]\nmodel = "o3"\n')
+    assert run("--yes", "--agent", "codex") == 0
+    with config.open("a") as f:
+        f.write('\n[profiles.y]\nmodel = "o4"\n')
+    assert run("--uninstall", "--yes", "--agent", "codex") == 0
+    tables = '\n[profiles.x]\nmodel = "o3"\n\n[profiles.y]\nmodel = "o4"\n'
+    assert config.read_text() == mine + tables

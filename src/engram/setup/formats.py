@@ -122,20 +122,29 @@ def parse_toml(path: Path, text: str | None) -> dict[str, Any]:
 
 
 def _without_table(text: str, table: str) -> tuple[str, bool]:
-    """``text`` without the table ``table`` and its sub-tables (and the blank line before)."""
+    """``text`` without the table ``table`` and its sub-tables (and the blank line before, which
+    ``put_toml_table`` adds); the blank lines after it, before a table that follows, are kept."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     inside = found = False
+    blanks: list[str] = []  # the blank lines at the end of the table being removed
     for line in lines:
         name = _table_name(line)
         if name is not None:
-            inside = name == table or name.startswith(table + ".")
+            was_inside, inside = inside, name == table or name.startswith(table + ".")
             if inside:
                 found = True
                 if out and not out[-1].strip():
                     out.pop()
+            elif was_inside:
+                out += blanks  # they separate the tables before and after
+            blanks = []
         if not inside:
             out.append(line)
+        elif line.strip():
+            blanks = []
+        else:
+            blanks.append(line)
     return "".join(out), found
 
 
