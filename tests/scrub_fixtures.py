@@ -23,7 +23,7 @@ def _tail(n: int = 16) -> str:
 
 def fakes() -> list[Fake]:
     """One fresh fake secret of each kind, in text the way people paste them."""
-    t = {k: _tail() for k in range(32)}
+    t = {k: _tail() for k in range(40)}
     up = {k: v.upper() for k, v in t.items()}
     pem_open = "-----BEGIN " + "RSA PRIVATE" + " KEY-----"
     pem_close = "-----END " + "RSA PRIVATE" + " KEY-----"
@@ -53,6 +53,12 @@ def fakes() -> list[Fake]:
         ("secret_assignment", "DB_PASS" + 'WORD="' + t[24] + '"', t[24]),
         ("secret_assignment", "client_sec" + "ret: " + t[25], t[25]),
         ("private", "keep <private>my " + t[26] + " note</private> this", t[26]),
+        ("secret_assignment", "DB_PA" + "SS=" + t[27], t[27]),
+        ("secret_assignment", "SECRET_KEY" + "_BASE = " + t[28], t[28]),
+        ("secret_assignment", "PGPASS" + "WORD=" + t[29] + " psql -h db app", t[29]),
+        ("secret_assignment", "export MYSQL" + "_PWD='" + t[30] + "'", t[30]),
+        ("mysql_password", "mysql -u root -p" + t[31] + " -h db", t[31]),
+        ("mysql_password", "mysqldump --user=app -p'" + t[32] + "' app > dump.sql", t[32]),
     ]
     return [Fake(kind, text, tail) for kind, text, tail in items]
 

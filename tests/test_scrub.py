@@ -31,6 +31,13 @@ SURVIVORS = [
     "API_TOKEN=${API_TOKEN}",
     "Authorization header is required",
     "[REDACTED:github_token] stays as it is",
+    "the first pass over the data; PASS=3 and BYPASS=1 are build flags, not secrets",
+    "FIRST_PASSING_GRADE=5, KEY_BASE_URL=https://example.com, SECRET_KEY_BASE_LENGTH=64",
+    "mysql -u root -p mydb (it asks for the password)",
+    "mysql -u root -p",
+    "mysql -P 3306 -h db --protocol=tcp -e 'select 1'",
+    "pass -p to mysql and it prompts; the mysql-python package; my -p flag",
+    "COMPASS_HEADING=270 and DB_PASS=$DB_PASS",
 ]
 
 
@@ -86,7 +93,8 @@ def test_values_are_walked_recursively_except_identities() -> None:
     assert scrub_value(Scrubber(), clean)[0] is clean
 
 
-ADVERSARIAL = ["-", "=", "_", " ", ":", "aB3+/", "eyJ-", "sk-", "KEY_", "A_", "Bearer ", "a://"]
+ADVERSARIAL = ["-", "=", "_", " ", ":", "aB3+/", "eyJ-", "sk-", "KEY_", "A_", "Bearer ", "a://",
+               "mysql ", "mysql x", " -p", "A_PASS"]  # fmt: skip
 
 
 def _seconds(s: Scrubber, text: str) -> float:

@@ -216,12 +216,22 @@ BUILTIN: tuple[Pattern, ...] = (
         r"(?<![0-9A-Za-z_])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])",
         needles=(":AA",),
     ),
-    # NAME_KEY=value, NAME_TOKEN: value, ... (environment-variable style names)
+    # NAME_KEY=value, NAME_TOKEN: value, DB_PASS=, SECRET_KEY_BASE=, ... (environment-variable
+    # style names; a last segment of just PASS, as in DB_PASS), and libpq's PGPASSWORD
     Pattern(
         "secret_assignment",
-        r"(?<![A-Za-z0-9_])(?:[A-Z0-9]+_)+(?:[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|"
-        r"CREDENTIALS?))(?![A-Za-z0-9_])[\"']?[ \t]*+[:=][ \t]*+[\"']?" + _VALUE,
-        needles=("KEY", "TOKEN", "SECRET", "PASSW", "PWD", "CREDENTIAL"),
+        r"(?<![A-Za-z0-9_])(?:(?:[A-Z0-9]+_)+(?:[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|"
+        r"CREDENTIALS?)(?:_BASE)?|PASS)|PGPASSWORD)(?![A-Za-z0-9_])[\"']?[ \t]*+[:=][ \t]*+[\"']?"
+        + _VALUE,
+        needles=("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL"),
+    ),
+    # the password glued to -p on a MySQL/MariaDB client's command line: mysql -u root -pSECRET
+    # (a bare -p asks for it; -P is the port)
+    Pattern(
+        "mysql_password",
+        r"(?<![A-Za-z0-9_.-])(?:mysql|mariadb)[a-z_-]{0,20}(?:[ \t]++[^\s]++){0,30}?[ \t]++-p"
+        r"[\"']?" + _NOT_MARKER + r"(?P<secret>[^\s\"']{1,1024})",
+        needles=("mysql", "mariadb"),
     ),
     # well-known lowercase and camelCase names: api_key = "...", password: ..., clientSecret=...
     Pattern(
