@@ -266,3 +266,26 @@ def test_every_command_that_names_a_user_takes_the_name_or_the_id(
     assert run(capsys, *h, "users", "delete", "dave", "--purge", "--yes")[0] == 0
     # the audit of a deleted account is still asked by its id
     assert json.loads(run(capsys, *h, "audit", "--user", dave, "--json")[1])
+
+
+@pytest.mark.parametrize("group", [(), ("hooks",)])
+def test_the_command_lists_wrap_sentences_only_at_the_console_edge(
+    group: tuple[str, ...], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import inspect
+
+    from engram.cli import build_app
+
+    monkeypatch.setenv("COLUMNS", "2000")  # nothing needs wrapping: each summary is one line
+    assert main([*group, "--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    app = build_app()
+    if group:
+        found = [g.typer_instance for g in app.registered_groups if g.name == group[0]]
+        assert found and found[0] is not None
+        app = found[0]
+    assert app.registered_commands
+    for info in app.registered_commands:
+        doc = inspect.getdoc(info.callback) or ""
+        summary = " ".join(doc.split("\n\n")[0].split())
+        assert any(summary in line for line in lines), summary

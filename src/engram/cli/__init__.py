@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -154,7 +155,21 @@ def build_app(command: str | None = None) -> typer.Typer:
     app.add_typer(handoffs.app, name="handoff")
     hooks.register(app)
     setup.register(app)
+    _one_line_summaries(app)
     return app
+
+
+def _one_line_summaries(app: typer.Typer) -> None:
+    """Give each command (here and in every sub-group) the first paragraph of its docstring as
+    its one-line summary: Typer's list of commands keeps the docstring's line breaks (each
+    command's own --help joins them), which broke sentences in the middle in 'engram --help'."""
+    for info in app.registered_commands:
+        doc = info.help or inspect.getdoc(info.callback) or ""
+        if info.short_help is None and doc:
+            info.short_help = " ".join(doc.split("\n\n")[0].split())
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _one_line_summaries(group.typer_instance)
 
 
 _EXIT = {InvalidInput: 2, NotFound: 3}
