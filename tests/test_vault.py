@@ -245,3 +245,20 @@ def test_procedures_and_episodes_keep_their_details_both_ways(
         ["build", "upload"],
     )
     assert not any(engram.vault.sync(vault, LOCAL).as_dict().values())
+
+
+def test_cli_sync_exits_1_when_a_file_is_left_as_it_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """So that a cron job or a git hook running 'engram sync' sees it (before: exit 0)."""
+    home = tmp_path / "home"
+    with Engram.open(Settings.load(home)) as local:
+        local.memories.add(NewMemory(content="Uses pnpm for JavaScript"), LOCAL)
+    vault = tmp_path / "vault"
+    h = ["--home", str(home)]
+    assert main([*h, "export", str(vault), "--format", "vault"]) == 0
+    assert main([*h, "sync", str(vault)]) == 0  # nothing wrong: 0
+    (vault / "default/facts/broken.md").write_text("---\ncategory: x\nno end\n")
+    capsys.readouterr()
+    assert main([*h, "sync", str(vault)]) == 1
+    assert "broken.md" in capsys.readouterr().out

@@ -297,11 +297,15 @@ def sync(
     vault"), a deleted file a soft delete, a new file (in a layer folder) a new memory through
     the lifecycle; memories changed in Engram are written to their files. When a file and its
     memory both changed, nothing is overwritten: Engram's version goes in the file, the edit is
-    kept as <id>.conflict.md, and the conflict is reported. --watch needs the 'vault' extra
-    (watchfiles)."""
+    kept as <id>.conflict.md, and the conflict is reported. A file that cannot be read back is
+    reported and left as it is, and the sync exits 1 (without --watch), so that a cron job or
+    a git hook sees it. --watch needs the 'vault' extra (watchfiles)."""
     with service(ctx) as (engram, st):
-        _print_sync(engram.vault.sync(folder, st.actor).as_dict(), as_json)
+        report = engram.vault.sync(folder, st.actor)
+        _print_sync(report.as_dict(), as_json)
         if not watch:
+            if report.errors:
+                raise typer.Exit(1)
             return
         try:
             import watchfiles
