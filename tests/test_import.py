@@ -5,6 +5,7 @@ grouping, agent transcripts, CSV; re-import adds nothing, an interrupted import 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -324,7 +325,8 @@ def test_a_title_made_from_a_prompt_keeps_no_part_of_a_secret(
         for cut_at in (80, 120):  # the old cut and the new one
             lead = "Please wire up the deploy script for our staging box, with this: "
             prompt = (lead + "x" * 200)[: cut_at - 12] + " " + secret.text + " and use it"
-            at = f"2026-07-{1 + day % 28:02d}T{6 + cut_at // 40:02d}:00:00.000Z"
+            when = datetime(2026, 7, 1, 6 + cut_at // 40, tzinfo=UTC) + timedelta(days=day)
+            at = when.isoformat().replace("+00:00", ".000Z")  # a conversation a day
             records.append(
                 {
                     "header": "Gemini Apps",
@@ -442,3 +444,27 @@ def test_a_preview_creates_no_environment_and_names_those_the_import_would(
     assert {"brand-new", "w33proj"} <= names
     again = engram.imports.preview(engram.imports.read(csv), actor)
     assert again.new_environments == [] and again.environment == "w33proj"
+
+
+def test_the_import_report_says_which_secrets_it_redacted(
+    engram: Engram, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An import is where a user most needs to hear it (to rotate the keys). Before, neither
+    the report nor its CLI line said a word, though both secrets were removed."""
+    from engram.cli import main
+
+    key, aws = fakes()[6], fakes()[1]  # an OpenAI key, an AWS secret
+    turns = [("user", f"Here is my {key.text} for the bot"), ("assistant", "Noted.")]
+    convs = [fx.chatgpt_conversation("conv-k", "Keys", turns, fx.T0)]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(convs))
+    mems = tmp_path / "memories.txt"
+    mems.write_text(f"[2026-01-05] - The deploy uses {aws.text}\n")
+    report = engram.imports.commit(engram.imports.read(path), LOCAL)
+    assert report.redactions == {"api_key": 1}
+    assert engram.imports.commit(engram.imports.read(mems), LOCAL).redactions == {
+        "aws_secret_key": 1
+    }
+    home = str(tmp_path / "h")
+    assert main(["--home", home, "import", str(path)]) == 0
+    assert "redacted before storing: 1 api_key (rotate them)" in capsys.readouterr().out

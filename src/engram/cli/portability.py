@@ -20,6 +20,7 @@ from rich.table import Table
 
 from engram.actors import Actor
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service
+from engram.cli.memories import redacted
 from engram.errors import Conflict, InvalidInput, MissingDependency, StorageError
 from engram.models import Layer, MemoryFilter, Status
 from engram.portability.archive import read as read_archive
@@ -277,6 +278,8 @@ def _print_report(r: ImportReport) -> None:
     )
     if r.environments_created:
         console.print("environments created: " + ", ".join(r.environments_created))
+    if r.redactions:
+        console.print(f"redacted before storing: {redacted(r.redactions)} (rotate them)")
 
 
 def sync(

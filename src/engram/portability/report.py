@@ -65,6 +65,11 @@ class ImportReport(_Frozen):
     already_imported: int = Field(0, description="items an earlier import already brought")
     environments_created: list[str] = Field(default_factory=list)
     skipped_total: int = 0
+    redactions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Secrets the scrubber removed before anything was stored, as kind -> count "
+        "(rotate them: they were in the export)",
+    )
 
 
 class JobState(StrEnum):

@@ -76,6 +76,8 @@ class Extraction(Protocol):
 class _Tally:
     counts: Counter[str] = field(default_factory=Counter)
     created_envs: list[str] = field(default_factory=list)
+    redactions: Counter[str] = field(default_factory=Counter)
+    """Secrets the scrubber removed before anything was stored, by kind."""
 
 
 class ImportService:
@@ -236,6 +238,7 @@ class ImportService:
                     outcomes = self._lifecycle.remember_many(items, actor, env.id)
                     for outcome in outcomes:
                         tally.counts[f"memories_{outcome.action.value}"] += 1
+                        tally.redactions.update(outcome.redactions)
                     self._store.imports.record(
                         env.id, [(m.key, o.memory.id) for m, o in zip(batch, outcomes, strict=True)]
                     )
@@ -267,6 +270,7 @@ class ImportService:
             already_imported=counts["already_imported"],
             environments_created=tally.created_envs,
             skipped_total=len(bundle.skipped),
+            redactions=dict(sorted(tally.redactions.items())),
         )
 
     def _conversation(
@@ -287,6 +291,7 @@ class ImportService:
                 ConversationInput(conversation=new, messages=chunk), actor, env.id
             )
             added += result.messages_added
+            tally.redactions.update(result.redactions)
             for outcome in result.outcomes:
                 tally.counts[f"memories_{outcome.action}"] += 1
         tally.counts["messages_added"] += added
