@@ -238,3 +238,17 @@ def test_rest_and_sdk_delete(engram: Engram, server: tuple[str, str]) -> None:
         gone = c.accounts.delete_user(dana.id, purge=True)
         assert gone.removed["users"] == 1 and gone.removed["environments"] == 1
     assert _rows_mentioning(engram.store, GONE) == []
+
+
+def test_a_purge_audit_entry_counts_the_memories_it_removed(engram: Engram) -> None:
+    """Its memories count covers their own environments too, as the printout's does (before,
+    'memories: 0' beside '2 memories' removed: it counted only those written elsewhere)."""
+    bob = engram.accounts.create_user("bob", LOCAL)
+    as_bob = Actor(bob.id, "api")
+    engram.environments.create("bobs", as_bob)
+    for text in ("Bob note one", "Bob likes chess on Sundays"):
+        engram.memories.add(NewMemory(content=text), as_bob, "bobs")
+    erased = engram.erasure.delete_user(bob.id, LOCAL, purge=True)
+    assert erased.removed["memories"] == 2
+    (entry,) = engram.audit.query(AuditQuery(action="user.purge"), LOCAL)
+    assert entry.details["memories"] == 2 and entry.details["memories_elsewhere"] == 0

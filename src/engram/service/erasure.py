@@ -120,13 +120,21 @@ class ErasureService:
                 conversations=len(conversations),
             )
         memories = self._authored_elsewhere(user_id, own_ids, set(conversations)) if purge else []
+        # the counts of what goes: the memories in their own environments as well as those
+        # elsewhere (the entry is written with the erasure, in its transaction)
+        inside = (
+            self._store.count(MemoryFilter(environment_ids=sorted(own_ids), statuses=list(Status)))
+            if own_ids
+            else 0
+        )
         entry = self._audit.entry(
             actor,
             "user.purge" if purge else "user.delete",
             targets=[user_id, *sorted(own_ids), *conversations, *memories],
             environments=len(own_ids),
-            conversations=len(conversations),
-            memories=len(memories),
+            conversations_elsewhere=len(conversations),
+            memories=inside + len(memories),
+            memories_elsewhere=len(memories),
         )
         removed = self._store.erase(
             Erasure(
