@@ -13,6 +13,8 @@ import pytest
 from engram import LOCAL, Engram, NotFound
 from engram.actors import Actor
 from engram.extraction.conversation import NewMessage, Speaker
+from engram.models import MemoryFilter, NewMemory
+from engram.retrieval.models import SearchMode
 from engram.store.postgres import PostgresStore
 from engram.store.sqlite import SQLiteStore
 from engram.store.sqlite.migrations import MIGRATIONS, migrate
@@ -63,6 +65,42 @@ def test_rest_another_users_id_is_usable(live: Live) -> None:
         got = bob.get("/api/v1/conversations/team-sync").json()
         assert got["external_id"] == "team-sync" and got["id"] != owners
         assert bob.get(f"/api/v1/conversations/{owners}").status_code == 404
+
+
+def test_thread_filter_takes_the_callers_own_conversation_id(engram: Engram) -> None:
+    """A listing, a search and an export filtered by thread take the id the caller gave the
+    conversation, as /conversations/{id} does (walkthrough 32, finding 11)."""
+    bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
+    done = engram.extraction.add_messages("chat-1", HELLO, LOCAL)
+    engram.extraction.add_messages("chat-1", HELLO, bob)  # bob's own chat-1: not the owner's
+    by_engram_id = MemoryFilter(threads=[done.conversation_id])
+    expected = {m.id for m in engram.memories.list_memories(LOCAL, by_engram_id).items}
+    assert expected  # the delivered message, kept as a memory of that thread
+    by_own_id = MemoryFilter(threads=["chat-1"])
+    assert {m.id for m in engram.memories.list_memories(LOCAL, by_own_id).items} == expected
+    found = engram.search.search("tea", LOCAL, flt=by_own_id, mode=SearchMode.KEYWORD)
+    assert {i.memory.id for i in found.items} == expected
+    exported = engram.exports.memory_data(LOCAL, flt=by_own_id).memories
+    assert {m.id for m in exported} == expected
+    # bob's chat-1 is another conversation; the owner's memories are not his to filter
+    assert {m.id for m in engram.memories.list_memories(bob, by_own_id).items}.isdisjoint(expected)
+    # a session id (what capture and MCP put in thread) still matches as given
+    session = engram.memories.add(NewMemory(content="From a session", thread="sess-9"), LOCAL)
+    listed = engram.memories.list_memories(LOCAL, MemoryFilter(threads=["sess-9"])).items
+    assert [m.id for m in listed] == [session.id]
+
+
+def test_rest_thread_filter_takes_the_callers_conversation_id(live: Live) -> None:
+    said = [{"role": "user", "content": "I prefer tea over coffee.", "author": "Ann"}]
+    body = {"conversation": {"id": "chat-1"}, "messages": said}
+    with live.client(live.owner_token) as owner:
+        r = owner.post("/api/v1/extract", json=body)
+        assert r.status_code == 200, r.text
+        engram_id = r.json()["conversation_id"]
+        by_engram_id = owner.get("/api/v1/facts", params={"thread": engram_id}).json()
+        by_own_id = owner.get("/api/v1/facts", params={"thread": "chat-1"}).json()
+    assert by_engram_id["total"] >= 1
+    assert by_own_id["items"] == by_engram_id["items"]
 
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

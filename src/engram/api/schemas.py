@@ -86,7 +86,9 @@ class MemoryQuery(_Body):
     category: FilterValues = Field(default_factory=list)
     tag: FilterValues = Field(default_factory=list, description="memories carrying all of these")
     thread: FilterValues = Field(
-        default_factory=list, description="memories from any of these conversations or sessions"
+        default_factory=list,
+        description="memories from any of these conversations (your id for one, or its cnv_ id) "
+        "or sessions",
     )
     status: list[Status] = Field(default_factory=lambda: [Status.ACTIVE], max_length=len(Status))
     created_after: Timestamp | None = Field(

@@ -16,6 +16,7 @@ from engram.portability.writers import (
 )
 from engram.service.environments import EnvironmentService
 from engram.service.soul import SoulService
+from engram.service.threads import own_threads
 from engram.store import Store
 from engram.store.conversations import ConversationStore
 
@@ -47,6 +48,7 @@ class ExportService:
     ) -> MemoryExport:
         envs = self._scope(actor, environment)
         base = (flt or MemoryFilter()).model_copy(update={"environment_ids": [e.id for e in envs]})
+        base = own_threads(base, actor, self._conversations)
         memories: list[Memory] = []
         if envs:
             while page := self._store.list_memories(

@@ -28,6 +28,7 @@ from engram.models import (
 )
 from engram.scrub import Scrubber, scrub_value, sealed
 from engram.service.environments import SCOPE_FOR, EnvironmentService, require_scope
+from engram.service.threads import own_threads
 from engram.store import Change, Store
 
 
@@ -130,6 +131,7 @@ class MemoryService:
             raise InvalidInput(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
         env = self._envs.resolve(environment, actor)
         flt = (flt or MemoryFilter()).model_copy(update={"environment_ids": [env.id]})
+        flt = own_threads(flt, actor, self._store.conversations)
         items = self._store.list_memories(flt, limit=limit, offset=offset, order=order)
         return Page(items=items, total=self._store.count(flt), limit=limit, offset=offset)
 

@@ -44,6 +44,7 @@ from engram.retrieval.scoring import (
 from engram.retrieval.when import named_times
 from engram.service.accesses import AccessRecorder
 from engram.service.environments import EnvironmentService
+from engram.service.threads import own_threads
 from engram.store import Store
 from engram.store.protocol import Hit, KeywordQuery, RankFields, Vector, VectorQuery
 from engram.trusted import construct
@@ -117,7 +118,9 @@ class SearchService:
         (its environment is replaced by the one resolved here)."""
         started = time.perf_counter()
         env = self._envs.resolve(environment, actor)
-        flt = self._filter(flt, env.id, include_superseded)
+        flt = own_threads(
+            self._filter(flt, env.id, include_superseded), actor, self._store.conversations
+        )
         items = self.rank(query, flt, mode=mode, limit=limit)
         if count_access and items:
             self.accesses.record([i.memory.id for i in items], self._clock())
