@@ -81,6 +81,7 @@ def test_isolation_matrix_and_roles(live: Live) -> None:
             assert r.status_code == 404, (method, path, r.status_code, r.text)
             assert r.json()["error"]["code"] == "not_found"
         assert env_id not in {e["id"] for e in b.get("/api/v1/environments").json()}
+        assert b.get("/api/v1/environments/secret-project").status_code == 404  # nor by name
 
     # shared as reader: reads work, every write is 403
     with live.client(live.owner_token) as a:
@@ -99,8 +100,8 @@ def test_isolation_matrix_and_roles(live: Live) -> None:
             r = b.request(method, path, **kw)  # type: ignore[arg-type]
             want = 200 if method in reads else 403
             assert r.status_code == want, (method, path, r.status_code, r.text)
-        # by name, only one's own environments resolve
-        assert b.get("/api/v1/environments/secret-project").status_code == 404
+        # by name too, as the listing shows it (walkthrough 32, finding 12)
+        assert b.get("/api/v1/environments/secret-project").json()["id"] == env_id
 
     # promoted to writer: can write, but purge and member management stay with the owner
     with live.client(live.owner_token) as a:

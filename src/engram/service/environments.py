@@ -120,11 +120,12 @@ class EnvironmentService:
         need: Role = Role.READER,
         scope: Scope | None = None,
     ) -> Environment:
-        """An environment by id (the actor's own or shared with them) or by name (the actor's
-        own); ``None`` means the default. ``need`` is the role the caller's action requires,
-        ``scope`` the key scope (default: the one ``need`` implies). With no ``ref``, the
-        actor's project (created on first use when the actor may write) comes first. An
-        ``Environment`` already read in this call is checked, not read again."""
+        """An environment by id or by name (the actor's own first, else one shared with them;
+        ``owner/name`` picks among shared ones of one name); ``None`` means the default.
+        ``need`` is the role the caller's action requires, ``scope`` the key scope (default:
+        the one ``need`` implies). With no ``ref``, the actor's project (created on first use
+        when the actor may write) comes first. An ``Environment`` already read in this call is
+        checked, not read again."""
         if isinstance(ref, Environment):
             env, role = ref, self.role_of(ref, actor)
         else:
@@ -167,16 +168,19 @@ class EnvironmentService:
         """The environment of the project the actor works in, created on first use."""
         ref = actor.project or ""
         try:
-            return self._find(ref, actor)
+            return self._find(ref, actor, shared=False)
         except NotFound:
             if ref.startswith("env_") or not actor.can(Scope.WRITE):
                 raise
         try:
             return self.create(ref, actor, f"The project {ref}")
         except Conflict:  # created concurrently by another process
-            return self._find(ref, actor)
+            return self._find(ref, actor, shared=False)
 
-    def _find(self, ref: str | None, actor: Actor) -> Environment:
+    def _find(self, ref: str | None, actor: Actor, *, shared: bool = True) -> Environment:
+        """The environment ``ref`` names: an id; a name of the actor's own; else (``shared``)
+        the one of that name shared with them, or ``owner/name`` (the owner's user name or
+        id) when several are. A project names only the actor's own (``shared=False``)."""
         if ref is None or ref == "":
             return self.ensure_default(actor)
         if ref.startswith("env_"):
@@ -186,12 +190,51 @@ class EnvironmentService:
             if env is None or self.role_of(env, actor) is None:
                 raise NotFound(f"environment {ref!r} does not exist", environment=ref)
             return env
-        env = self._store.find_environment(actor.user_id, ref.strip().lower())
-        if env is None:
-            if ref.strip().lower() == DEFAULT_ENVIRONMENT:
+        text = ref.strip().lower()
+        owner, _, name = text.rpartition("/") if shared else ("", "", text)
+        if not owner:
+            env = self._store.find_environment(actor.user_id, name)
+            if env is not None:
+                return env
+            if name == DEFAULT_ENVIRONMENT:
                 return self.ensure_default(actor)
-            raise NotFound(f"environment {ref!r} does not exist", environment=ref)
-        return env
+        if shared:
+            found = [
+                e
+                for e in self._visible_named(name, actor)
+                if not owner or owner in self._owner_refs(e)
+            ]
+            if len(found) == 1:
+                return found[0]
+            if found:
+                raise InvalidInput(self._ambiguous(name, found), environment=ref)
+        raise NotFound(f"environment {ref!r} does not exist", environment=ref)
+
+    def _visible_named(self, name: str, actor: Actor) -> builtins.list[Environment]:
+        """The actor's own environment named ``name`` and those of that name shared with them."""
+        own = self._store.find_environment(actor.user_id, name)
+        shared = [
+            env
+            for m in self._store.accounts.memberships(actor.user_id)
+            if (env := self._store.get_environment(m.environment_id)) is not None
+            and env.name == name
+        ]
+        return ([own] if own is not None else []) + shared
+
+    def _owner_name(self, env: Environment) -> str:
+        user = self._store.accounts.get_user(env.owner)
+        return env.owner if user is None else user.name
+
+    def _owner_refs(self, env: Environment) -> set[str]:
+        """How ``owner/name`` may name the owner of ``env``: their id or their user name."""
+        return {env.owner.lower(), self._owner_name(env).lower()}
+
+    def _ambiguous(self, name: str, found: builtins.list[Environment]) -> str:
+        choices = ", ".join(f"{self._owner_name(e)}/{name} ({e.id})" for e in found)
+        return (
+            f"{len(found)} environments named {name!r} are shared with you; "
+            f"name one as owner/name or by its id: {choices}"
+        )
 
     def list(self, actor: Actor) -> list[Environment]:
         """The actor's own environments, then those shared with them."""
