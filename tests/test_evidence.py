@@ -86,6 +86,27 @@ def test_extracted_fact_is_dated_by_its_message_and_resolves_relative_dates(
     assert sum(t.duplicates for t in ctx.tiers) >= 1
 
 
+def test_a_dry_run_and_the_result_show_the_text_that_is_stored(engram: Engram) -> None:
+    """A proposal carries the absolute date its stored memory gets, in a dry run and in the
+    real run's result (walkthrough 32, finding 8)."""
+    said = [
+        NewMessage(
+            role=Speaker.USER,
+            author="Dina",
+            content="I moved to Porto last month.",
+            created_at=SAID,
+        )
+    ]
+    dry = engram.extraction.extract(ConversationInput(messages=said), LOCAL, dry_run=True)
+    data = ConversationInput(conversation=NewConversation(id="dina-1"), messages=said)
+    real = engram.extraction.extract(data, LOCAL)
+    shown = [p.content for p in dry.proposals if p.layer is Layer.FACT]
+    assert shown == ["Dina moved to Porto last month (April 2023)."]
+    assert [p.content for p in real.proposals if p.layer is Layer.FACT] == shown
+    stored = engram.memories.get(real.outcomes[0].memory_id, LOCAL)
+    assert real.proposals[0].content == stored.content and stored.created_at == SAID
+
+
 def test_relative_dates() -> None:
     said = SAID.date()  # a Monday
     assert annotate("yesterday", said) == "yesterday (7 May 2023)"

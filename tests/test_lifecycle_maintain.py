@@ -11,6 +11,8 @@ import pytest
 
 from engram import LOCAL, Engram, EpisodeDetails, MemoryFilter, NewMemory, Status
 from engram.cli import main
+from engram.cli.common import console
+from engram.cli.maintain import _print_report as print_report
 from engram.extraction.conversation import NewMessage
 from engram.lifecycle import LifecycleConfig
 from engram.lifecycle.compaction import pick_facts
@@ -122,6 +124,53 @@ def test_cold_episode_is_compacted_into_facts_and_undone(engram: Engram, clock: 
     assert changed[0].id == ep.id and changed[0].status is Status.ACTIVE
     assert all(status(engram, m.id) is Status.DELETED for m in made)
     assert status(engram, existing.id) is Status.ACTIVE
+
+
+def test_a_dry_run_of_compaction_names_no_fact_that_will_not_exist(
+    engram: Engram,
+    clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dry run lists the text of each fact compaction would make, not ids a real run never
+    gives them; reinforced facts are listed apart, once each (walkthrough 32, finding 8)."""
+    existing = engram.memories.add(fact("Uploads go through the signed URL service"), LOCAL)
+    decision = "Uploads go through the signed URL service"
+    ep = engram.memories.add(
+        NewMemory(
+            layer=Layer.EPISODE,
+            content=SUMMARY,
+            importance=0.4,
+            episode=EpisodeDetails(key_decisions=[decision, decision + " (signed URLs)"]),
+        ),
+        LOCAL,
+    )
+    clock.advance(days=60)
+    report = engram.lifecycle.maintain(LOCAL, dry_run=True)
+    dry = report.compacted
+    assert [e.memory_id for e in dry] == [ep.id]
+    would = dry[0]
+    assert would.created == [] and would.reinforced == [existing.id]
+    assert sorted(would.new_facts) == sorted(
+        [
+            "We decided to retry uploads 3 times with exponential backoff.",
+            "Alice will own the storage migration before March 15.",
+        ]
+    )
+    assert "would" in would.reason
+    monkeypatch.setattr(console, "width", 400)  # one table row a line
+    print_report(report)  # what 'engram maintain --dry-run' prints
+    shown = capsys.readouterr().out
+    assert "would make 'Alice will own the storage" in shown
+    assert f"{existing.id} (reinforced)" in shown
+    assert "mem_" not in shown.replace(existing.id, "").replace(ep.id, "")  # no other id
+
+    done = engram.lifecycle.maintain(LOCAL).compacted[0]
+    assert done.reinforced == [existing.id] and existing.id not in done.created
+    made = engram.store.get(done.created)
+    assert sorted(m.content for m in made) == sorted(would.new_facts) == sorted(done.new_facts)
+    assert all(m.metadata["compacted_from"] == ep.id for m in made)
+    assert f"{len(made)} new facts, 1 reinforced" in done.reason
 
 
 def test_history_delivered_today_is_not_idle(engram: Engram, clock: FakeClock) -> None:

@@ -25,11 +25,18 @@ def _events(title: str, events: list[LifecycleEvent], arrow: str) -> None:
     for col in ("memory", arrow, "reason"):
         table.add_column(col, overflow="fold")
     for e in events[:50]:
-        other = e.other_id or ", ".join(e.created)
+        other = e.other_id or _facts(e)
         table.add_row(e.memory_id, other, short(e.reason, 100))
     console.print(table)
     if len(events) > 50:
         console.print(f"… and {len(events) - 50} more (use --json for all)")
+
+
+def _facts(e: LifecycleEvent) -> str:
+    """A compaction's facts: the ids made (a dry run makes none: the text it would), then
+    those reinforced."""
+    made = e.created or [f"would make {short(text, 60)!r}" for text in e.new_facts]
+    return ", ".join(made + [f"{i} (reinforced)" for i in e.reinforced])
 
 
 def _print_report(report: MaintenanceReport) -> None:

@@ -91,6 +91,12 @@ class LifecycleEvent(_Frozen):
     other_id: str | None = None
     reason: str = ""
     created: list[str] = Field(default_factory=list)
+    """Compaction: the ids of the facts made from the episode (none in a dry run, which makes
+    none: ``new_facts`` says what it would make)."""
+    new_facts: list[str] = Field(default_factory=list)
+    """Compaction: the text of each fact made (in a dry run: that a real run would make)."""
+    reinforced: list[str] = Field(default_factory=list)
+    """Compaction: the existing facts the episode reinforced, each once."""
 
 
 class MaintenanceReport(_Frozen):
@@ -105,7 +111,8 @@ class MaintenanceReport(_Frozen):
     """``memory_id`` may contradict ``other_id``: sent to the review queue."""
     flagged: list[LifecycleEvent] = Field(default_factory=list)
     compacted: list[LifecycleEvent] = Field(default_factory=list)
-    """Episode ``memory_id`` archived; ``created`` lists the facts made from it."""
+    """Episode ``memory_id`` archived; ``created`` lists the facts made from it (``new_facts``
+    their text), ``reinforced`` the existing ones it reinforced."""
     seconds: float = 0.0
 
     @property

@@ -297,7 +297,9 @@ class ExtractionService:
         extraction = (extractor or self.extractor).run(
             Transcript(conversation=conv, messages=context)
         )
-        proposals = _from_fresh(extraction, {m.id for m in fresh})
+        said = {m.id: m.created_at for m in context if m.created_at is not None}
+        # dated here, so a dry run and the result show the text that is stored
+        proposals = [_dated(p, said) for p in _from_fresh(extraction, {m.id for m in fresh})]
         result = ExtractionResult(
             conversation_id=None if dry_run else conv.id,
             dry_run=dry_run,
@@ -332,19 +334,30 @@ class ExtractionService:
         if not proposals:
             return [], None
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
-        news = [_dated(p.to_new_memory(conv.id), p, said) for p in proposals]
+        news = [_timed(p.to_new_memory(conv.id), p, said) for p in proposals]
         decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
         return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
 
 
-def _dated(new: NewMemory, proposal: Proposal, said: dict[str, datetime]) -> NewMemory:
-    """A proposal made when its messages were said: the latest of their times becomes the
-    memory's time, and relative dates in it get the absolute date beside them."""
+def _said_at(proposal: Proposal, said: dict[str, datetime]) -> datetime | None:
+    """When a proposal's messages were said: the latest of their times (None: not known)."""
     times = [said[i] for i in proposal.source_message_ids if i in said]
-    if not times:
-        return new
-    at = max(times)
-    return new.model_copy(update={"created_at": at, "content": annotate(new.content, at)})
+    return max(times) if times else None
+
+
+def _dated(proposal: Proposal, said: dict[str, datetime]) -> Proposal:
+    """A proposal whose relative dates get the absolute date beside them, as of when its
+    messages were said."""
+    at = _said_at(proposal, said)
+    if at is None:
+        return proposal
+    return proposal.model_copy(update={"content": annotate(proposal.content, at)})
+
+
+def _timed(new: NewMemory, proposal: Proposal, said: dict[str, datetime]) -> NewMemory:
+    """A proposal's memory made when its messages were said (its text is dated already)."""
+    at = _said_at(proposal, said)
+    return new if at is None else new.model_copy(update={"created_at": at})
 
 
 def _from_fresh(extraction: Extraction, fresh_ids: set[str]) -> list[Proposal]:

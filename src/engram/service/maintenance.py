@@ -163,7 +163,7 @@ class Maintenance:
             return
         batch: list[Change] = []
         linked: list[str] = []
-        created: list[str] = []
+        created: list[Memory] = []
         reinforced: dict[str, Memory] = {}
         for pick in picks:
             vectors = self._ops.embed([pick.content])
@@ -176,7 +176,8 @@ class Maintenance:
                 reinforced[target.id] = changes.step(
                     target, self._now, reinforcement_count=target.reinforcement_count + 1
                 )
-                linked.append(target.id)
+                if target.id not in linked:
+                    linked.append(target.id)
                 continue
             new = NewMemory(
                 content=pick.content,
@@ -190,17 +191,26 @@ class Maintenance:
             fact = changes.build(self._env.id, new, self._actor, self._now)
             why = f"compacted from episode {episode.id}"
             batch.append(changes.record(fact, Action.CREATE, self._actor, why))
-            created.append(fact.id)
+            created.append(fact)
             linked.append(fact.id)
         for target in reinforced.values():
             why = f"reinforced by compaction of episode {episode.id}"
             batch.append(changes.record(target, Action.MERGE, self._actor, why))
         batch.append(changes.archive(episode, linked, self._actor, self._now))
         score = retention(episode, self._now, self._cfg)
-        reason = (
-            f"cold episode (retention {score:.2f} < {self._cfg.cold_retention}): "
-            f"{len(created)} new facts, {len(reinforced)} reinforced"
+        counts = f"{len(created)} new facts, {len(reinforced)} reinforced"
+        reason = f"cold episode (retention {score:.2f} < {self._cfg.cold_retention}): " + (
+            f"would be archived with {counts}" if self._dry else counts
         )
-        self.compacted.append(LifecycleEvent(memory_id=episode.id, reason=reason, created=linked))
+        self.compacted.append(
+            LifecycleEvent(
+                memory_id=episode.id,
+                reason=reason,
+                # a dry run makes no fact: the ids built here are never stored
+                created=[] if self._dry else [f.id for f in created],
+                new_facts=[f.content for f in created],
+                reinforced=list(reinforced),
+            )
+        )
         self._gone.add(episode.id)
         self._commit(batch)
