@@ -4,10 +4,15 @@ server, and a table naming the SDK method of every /api/v1 operation in the Open
 from __future__ import annotations
 
 import asyncio
+import inspect
+import pydoc
 from typing import Any
+
+import pytest
 
 from engram import NewMemory
 from engram.api.app import create_app
+from engram.models import Memory
 from engram.retrieval.models import AssembledContext, SearchResult
 from engram.sdk import AsyncClient, Client
 from engram.service.engram import Engram
@@ -137,6 +142,38 @@ def test_every_api_operation_has_an_sdk_method_sync_and_async(engram: Engram) ->
     for dotted in sorted(set(SDK_METHODS.values())):
         assert callable(_resolve(sync, dotted)), dotted
         assert asyncio.iscoroutinefunction(_resolve(asynchronous, dotted)), dotted
+    sync.close()
+    asyncio.run(asynchronous.aclose())
+
+
+def test_every_sdk_method_can_be_introspected() -> None:
+    """``inspect.signature``, ``help()`` and IDEs see each method's own parameters, its
+    answer's type and a docstring; a wrong call names the method, not the call description
+    behind it (walkthrough 32, finding 15)."""
+    sync, asynchronous = Client("http://x", "t"), AsyncClient("http://x", "t")
+    for client in (sync, asynchronous):
+        for dotted in sorted(set(SDK_METHODS.values())):
+            method = _resolve(client, dotted)
+            sig = inspect.signature(method)
+            kinds = {p.kind for p in sig.parameters.values()}
+            assert inspect.Parameter.VAR_POSITIONAL not in kinds, (dotted, sig)
+            assert "self" not in sig.parameters, (dotted, sig)
+            assert sig.return_annotation is not inspect.Signature.empty, dotted
+            assert "Call[" not in str(sig.return_annotation), (dotted, sig)
+            assert method.__doc__, dotted
+            assert method.__name__ == dotted.rsplit(".", 1)[-1], dotted
+    update = inspect.signature(sync.facts.update)
+    assert list(update.parameters) == ["memory_id", "patch", "reason"]
+    assert update.return_annotation is Memory
+    assert inspect.signature(sync.facts.record_outcome).parameters["success"].kind is (
+        inspect.Parameter.KEYWORD_ONLY
+    )
+    assert "search of one environment" in (sync.search.__doc__ or "")
+    assert "update(memory_id" in pydoc.render_doc(sync.facts.update, renderer=pydoc.plaintext)
+    with pytest.raises(TypeError, match=r"^record_outcome\(memory_id: str, \*, success"):
+        sync.facts.record_outcome("mem_x", True)
+    with pytest.raises(TypeError, match=r"^update\(.*missing a required argument: 'patch'"):
+        sync.facts.update("mem_x", content="x")
     sync.close()
     asyncio.run(asynchronous.aclose())
 

@@ -6,10 +6,13 @@ method here is one line naming the call, and the two clients differ only in how 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import os
 import time
+import typing
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
@@ -83,17 +86,68 @@ class _Resource(Generic[C]):
         self._calls = calls
 
 
+def _public(build: Callable[..., Any], name: str, *, awaited: bool) -> _Public:
+    """What a resource method shows ``inspect.signature``, ``help()`` and IDEs: the call's
+    parameters without its ``self``, the answer's type, its docstring (or one naming it)."""
+    try:
+        sig = inspect.signature(build, eval_str=True)
+    except (NameError, TypeError):  # an annotation only a type checker can read
+        sig = inspect.signature(build)
+    params = list(sig.parameters.values())[1:]
+    answer = sig.return_annotation
+    args = typing.get_args(answer)
+    if typing.get_origin(answer) is Call and args:
+        answer = args[0]
+    elif isinstance(answer, str) and answer.startswith("Call[") and answer.endswith("]"):
+        answer = answer[5:-1]
+    public = sig.replace(parameters=params, return_annotation=answer)
+    shown = getattr(answer, "__name__", None) or str(answer)
+    doc = inspect.getdoc(build) or f"Send the request; the answer as {shown}."
+    if awaited:
+        doc += "\n\nA coroutine: await it."
+    return _Public(name, public, doc)
+
+
+@dataclass(frozen=True)
+class _Public:
+    name: str
+    signature: inspect.Signature
+    doc: str
+
+    def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A wrong call is a TypeError naming this method, not the call description's."""
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}{self.signature}: {exc}") from None
+
+    def dress(self, method: Callable[..., Any], owner: object) -> None:
+        method.__name__ = self.name
+        method.__qualname__ = f"{getattr(owner, '__name__', 'resource')}.{self.name}"
+        method.__doc__ = self.doc
+        method.__signature__ = self.signature  # type: ignore[attr-defined]
+
+
 class _Sync(Generic[C, P, T]):
     """A resource method that sends its call and returns the answer."""
 
     def __init__(self, build: Callable[Concatenate[C, P], Call[T]]) -> None:
         self._build = build
+        self._public = _public(build, build.__name__, awaited=False)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self._public.name:  # record_outcome sends LayerCalls.outcome
+            self._public = _public(self._build, name, awaited=False)
 
     def __get__(self, obj: _Resource[C], owner: object) -> Callable[P, T]:
+        public = self._public
+
         def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            public.check(args, kwargs)
             result: T = obj._send(self._build(obj._calls, *args, **kwargs))
             return result
 
+        public.dress(method, owner)
         return method
 
 
@@ -102,12 +156,21 @@ class _Async(Generic[C, P, T]):
 
     def __init__(self, build: Callable[Concatenate[C, P], Call[T]]) -> None:
         self._build = build
+        self._public = _public(build, build.__name__, awaited=True)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if name != self._public.name:
+            self._public = _public(self._build, name, awaited=True)
 
     def __get__(self, obj: _Resource[C], owner: object) -> Callable[P, Awaitable[T]]:
+        public = self._public
+
         async def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            public.check(args, kwargs)
             result: T = await obj._send(self._build(obj._calls, *args, **kwargs))
             return result
 
+        public.dress(method, owner)
         return method
 
 
