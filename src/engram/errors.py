@@ -5,7 +5,28 @@ Every error carries a machine-readable ``code`` and a message that names what is
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+_ENUM_REPR = re.compile(r"<\w+\.\w+: ('[^']*'|\d+)>")
+"""An enum member as pydantic's messages show it (``<Layer.FACT: 'fact'>``)."""
+
+
+def validation_text(message: str) -> str:
+    """One pydantic message in plain words: no ``Value error,`` prefix, an enum member shown
+    as its value (``Input should be 'fact'``, not ``<Layer.FACT: 'fact'>``)."""
+    return _ENUM_REPR.sub(r"\1", message.removeprefix("Value error, "))
+
+
+def validation_lines(errors: Iterable[Mapping[str, Any]], skip: int = 0) -> list[str]:
+    """Each pydantic error as ``where: what`` (``skip``: leading location parts to leave out,
+    e.g. the ``body`` or ``query`` of a request)."""
+    out = []
+    for err in errors:
+        loc = ".".join(str(p) for p in tuple(err.get("loc", ()))[skip:]) or "input"
+        out.append(f"{loc}: {validation_text(str(err.get('msg', '')))}")
+    return out
 
 
 class EngramError(Exception):

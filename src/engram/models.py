@@ -100,11 +100,12 @@ the lifecycle never compacts these."""
 
 
 def validate_category(value: str) -> str:
-    value = value.strip(SPACE).lower()
+    typed = value.strip(SPACE)
+    value = typed.lower()
     if not _CATEGORY_RE.match(value):
-        raise ValueError(
-            f"category {value!r} must be 1-40 characters: a lowercase letter, then letters, "
-            "digits, '_' or '-'"
+        raise ValueError(  # the value as typed: it is lowercased only once it is valid
+            f"category {typed!r} must be 1-40 characters: a letter, then letters, "
+            "digits, '_' or '-' (stored lowercase)"
         )
     return value
 

@@ -30,6 +30,7 @@ from engram.errors import (
     Saturated,
     StorageError,
     Unauthenticated,
+    validation_text,
 )
 from engram.limits import MAX_JSON_DEPTH
 
@@ -104,7 +105,7 @@ def _validation_details(errors: Any) -> tuple[str, dict[str, Any]]:
     plain = [
         {
             "loc": [str(p) for p in e.get("loc", ())],
-            "msg": str(e.get("msg", "")).removeprefix("Value error, "),
+            "msg": validation_text(str(e.get("msg", ""))),
             "type": str(e.get("type", "")),
         }
         for e in errors

@@ -17,7 +17,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 import engram
-from engram.errors import InvalidInput
+from engram.errors import EngramError, InvalidInput
 from engram.mcp import prompts, resources
 from engram.mcp.binding import Binding
 from engram.mcp.tools import register_all
@@ -62,6 +62,12 @@ class _Server(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            if isinstance(cause, ToolError) and isinstance(
+                cause.__cause__, EngramError | ValidationError
+            ):
+                # a refusal inside the tool, which the SDK words 'Error executing tool <name>:
+                # ...': as the tool said it (``domain_errors``), as an argument refusal reads
+                raise ToolError(str(cause)) from cause
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             raise ToolError(message_for(InvalidInput(validation_message(cause)))) from cause

@@ -16,7 +16,7 @@ from engram.accounts import Member, Role, Scope
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.config import DEFAULT_ENVIRONMENT
-from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied, validation_lines
 from engram.ids import new_id
 from engram.models import Environment, MemoryFilter, Status, validate_env_name
 from engram.service.audit import AuditLog
@@ -317,9 +317,4 @@ class EnvironmentService:
 
 def validation_message(exc: ValidationError) -> str:
     """One line naming each invalid field."""
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "input"
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
+    return "; ".join(validation_lines(exc.errors()))

@@ -19,7 +19,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram.errors import EngramError, InvalidInput
+from engram.errors import EngramError, InvalidInput, validation_lines
 from engram.service import Engram
 from engram.web.pages import HERE, PREFIX, SignInRequired, error_page
 from engram.web.session import WebAuth
@@ -108,8 +108,8 @@ def _html_errors(app: FastAPI) -> None:
         if not _ours(request):
             return await _call(api_invalid, request, exc)
         assert isinstance(exc, RequestValidationError)
-        fields = ", ".join(".".join(str(p) for p in e["loc"][1:]) for e in exc.errors())
-        return error_page(request, InvalidInput(f"check the form: {fields}"), 422)
+        what = "; ".join(validation_lines(exc.errors(), skip=1))
+        return error_page(request, InvalidInput(f"check the form: {what}"), 422)
 
     async def sign_in(request: Request, exc: Exception) -> Response:
         target = request.url.path if request.method == "GET" else PREFIX + "/"

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from engram.accounts import Role, Scope, User
 from engram.actors import Actor
-from engram.errors import EngramError, InvalidInput, NotFound, PermissionDenied
+from engram.errors import EngramError, InvalidInput, NotFound, PermissionDenied, validation_lines
 from engram.models import Environment
 from engram.service import Engram
 from engram.web.session import Session, WebAuth, actor_for, session_token
@@ -140,7 +140,7 @@ def build(model: type[M], **fields: Any) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "form"
-        raise InvalidInput(f"{where}: {first['msg']}", field=where) from exc
+        raise InvalidInput(validation_lines([first])[0], field=where) from exc
 
 
 def tags_of(text: str) -> list[str]:

@@ -38,8 +38,13 @@ def check_layer(
 ) -> None:
     """A memory of another layer is not found under this layer's path."""
     for memory_id in ids:
-        if engram.memories.get(memory_id, actor, need).layer is not layer:
-            raise NotFound(f"{layer.value} {memory_id!r} does not exist", memory_id=memory_id)
+        found = engram.memories.get(memory_id, actor, need).layer
+        if found is not layer:
+            raise NotFound(
+                f"memory {memory_id!r} is a {found.value}, not a {layer.value} "
+                f"(it is at /api/v1/{found.value}s/{memory_id})",
+                memory_id=memory_id,
+            )
 
 
 def memory_router(layer: Layer, new_model: type[NewMemory], tag: str) -> APIRouter:
