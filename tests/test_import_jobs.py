@@ -99,6 +99,29 @@ def test_upload_preview_commit_with_events(
         assert c.get(f"/api/v1/imports/{job.id}").status_code == 404
 
 
+BAD_ROW_CSV = (
+    b"content,category,importance\n"
+    b'"CSV: the VPN config lives in 1Password",project,0.7\n'
+    b'"CSV: bad row",project,7\n'
+)
+
+
+def test_a_preview_names_the_upload_never_the_servers_folder(
+    engram: Engram, server: tuple[str, str]
+) -> None:
+    """A skipped row is named by the file as sent, with its reason; the server's data path
+    is never in the answer (walkthrough 32, finding 17)."""
+    with _client(server) as c:
+        r = c.post("/api/v1/imports", params={"filename": "walk.csv"}, content=BAD_ROW_CSV)
+        assert r.status_code in (200, 201), r.text
+    preview = r.json()["preview"]
+    assert preview["skipped_total"] == 1
+    [skipped] = preview["skipped"]
+    assert skipped["file"] == "walk.csv"
+    assert skipped["reason"].startswith("row 3: importance: Input should be less than")
+    assert str(engram.import_jobs.root) not in r.text and "/imports/imp_" not in r.text
+
+
 def test_a_bad_upload_is_refused_and_nothing_kept(
     engram: Engram, server: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -165,6 +165,23 @@ def test_delete_purge_with_confirmation_and_error_pages(engram: Engram, owner: B
     assert bad.status_code == 422 and "layers" in bad.text
 
 
+def test_an_import_preview_says_why_a_row_is_skipped(owner: Browser) -> None:
+    """'1 skipped' came with no row and no reason (walkthrough 32, finding 17)."""
+    csv = (
+        b"content,category,importance\n"
+        b'"CSV: the VPN config lives in 1Password",project,0.7\n'
+        b'"CSV: bad row",project,7\n'
+    )
+    r = owner.client.post(
+        "/ui/transfer/import",
+        data={"csrf": owner.csrf},
+        files={"file": ("walk.csv", csv, "text/csv")},
+    )
+    assert r.status_code == 200 and "1 skipped" in r.text
+    assert "skipped row 3: importance: Input should be less than or equal to 1" in r.text
+    assert "/imports/" not in r.text and "/uploads/" not in r.text
+
+
 def test_import_runs_in_the_background_with_progress(
     engram: Engram, owner: Browser, tmp_path: Path
 ) -> None:

@@ -154,8 +154,8 @@ class ImportService:
                 {n or project or "" for n, env in envs.items() if env is None} - {""}
             ),
             sample=self._sample(bundle),
-            skipped=[
-                SkippedItem(file=s.file, entry=s.entry, reason=s.reason)
+            skipped=[  # the file as the caller named it, never where a server keeps it
+                SkippedItem(file=file or s.file, entry=s.entry, reason=s.reason)
                 for s in bundle.skipped[:_SKIPPED_SHOWN]
             ],
             skipped_total=len(bundle.skipped),
