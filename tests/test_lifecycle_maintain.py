@@ -51,6 +51,8 @@ def test_decay_flags_after_120_idle_days_and_never_deletes(
     report = engram.lifecycle.maintain(LOCAL)
     assert [e.memory_id for e in report.flagged] == [low.id]
     assert "120 days" in report.flagged[0].reason
+    # a relative time comes with its date (walkthrough 32)
+    assert f"120 days (since {low.updated_at.date().isoformat()};" in report.flagged[0].reason
     assert status(engram, low.id) is Status.FLAGGED
     for kept in (edge, pinned, read):  # importance 0.1 is not < 0.1; pinned; read recently
         assert status(engram, kept.id) is Status.ACTIVE
@@ -158,6 +160,8 @@ def test_a_dry_run_of_compaction_names_no_fact_that_will_not_exist(
         ]
     )
     assert "would" in would.reason
+    since = ep.updated_at.date().isoformat()
+    assert would.reason.startswith(f"cold episode (idle 60 days, since {since}; retention")
     monkeypatch.setattr(console, "width", 400)  # one table row a line
     print_report(report)  # what 'engram maintain --dry-run' prints
     shown = capsys.readouterr().out

@@ -64,7 +64,8 @@ def flag_reason(memory: Memory, now: datetime, cfg: LifecycleConfig) -> str:
     last_read = "never read" if read is None else f"last read {read.date().isoformat()}"
     return (
         f"decayed: importance {memory.importance:.2f} < {cfg.flag_importance}, untouched for "
-        f"{idle_days(memory, now):.0f} days (>= {cfg.flag_idle_days:.0f}), {last_read}, "
+        f"{idle_days(memory, now):.0f} days (since {last_touched(memory).date().isoformat()}; "
+        f">= {cfg.flag_idle_days:.0f}), {last_read}, "
         f"{memory.access_count} reads and {memory.reinforcement_count} reinforcements "
         f"(< {cfg.flag_max_uses}), not pinned; retention {retention(memory, now, cfg):.2f}; "
         "flagged for removal, nothing deleted"

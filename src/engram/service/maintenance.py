@@ -13,7 +13,14 @@ from time import perf_counter
 from engram.actors import Actor
 from engram.lifecycle import changes
 from engram.lifecycle.compaction import pick_facts
-from engram.lifecycle.decay import flag_reason, is_cold, retention, should_flag
+from engram.lifecycle.decay import (
+    flag_reason,
+    idle_days,
+    is_cold,
+    last_touched,
+    retention,
+    should_flag,
+)
 from engram.lifecycle.decide import Move, decide
 from engram.lifecycle.report import LifecycleEvent, MaintenanceReport
 from engram.lifecycle.reviews import ReviewStatus
@@ -199,7 +206,11 @@ class Maintenance:
         batch.append(changes.archive(episode, linked, self._actor, self._now))
         score = retention(episode, self._now, self._cfg)
         counts = f"{len(created)} new facts, {len(reinforced)} reinforced"
-        reason = f"cold episode (retention {score:.2f} < {self._cfg.cold_retention}): " + (
+        idle = (
+            f"idle {idle_days(episode, self._now):.0f} days, "
+            f"since {last_touched(episode).date().isoformat()}"
+        )
+        reason = f"cold episode ({idle}; retention {score:.2f} < {self._cfg.cold_retention}): " + (
             f"would be archived with {counts}" if self._dry else counts
         )
         self.compacted.append(
