@@ -99,6 +99,11 @@ def test_dashboard_errors_are_plain(engram: Engram) -> None:
     assert "check the form: max_tokens: Input should be greater than or equal to 64" in (
         error_of(small.text)
     )
+    # an error page leads back to the page it came from, not always to the memories
+    assert 'href="/ui/context">Back to context</a>' in small.text
+    revoked = client.post("/ui/keys/key_nope/revoke", data={"csrf": csrf})
+    assert revoked.status_code == 404 and 'href="/ui/keys">Back to keys</a>' in revoked.text
+    assert 'href="/ui/memories">Back to memories</a>' in empty.text
 
 
 @pytest.fixture

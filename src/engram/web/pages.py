@@ -129,7 +129,24 @@ def error_page(request: Request, exc: EngramError, status: int) -> HTMLResponse:
         viewer = _viewer(request)
     except (SignInRequired, EngramError):
         viewer = None
-    return render(request, viewer, "error.html", status, message=exc.message, code=status)
+    return render(
+        request,
+        viewer,
+        "error.html",
+        status,
+        message=exc.message,
+        code=status,
+        back=_section(request.url.path),
+    )
+
+
+def _section(path: str) -> str:
+    """The dashboard page an error on ``path`` goes back to: its section (``keys`` for
+    ``/ui/keys/…``), the memories for anything else."""
+    section = path.removeprefix(PREFIX).strip("/").split("/")[0]
+    known = {"memories", "context", "keys", "audit", "reviews", "soul", "environments"}
+    known |= {"handoffs", "sessions", "transfer", "users"}
+    return section if section in known else "memories"
 
 
 def build(model: type[M], **fields: Any) -> M:
