@@ -36,7 +36,8 @@ def choose_environment(
     else the project's (created on first use), else the default."""
     actor = replace(actor, project=project)
     env = engram.environments.resolve(explicit, actor)
-    return actor, env.name
+    # its id: 'owner/name' or a name that may later mean another environment stays this one
+    return actor, env.id
 
 
 def serve_stdio(

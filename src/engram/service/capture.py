@@ -127,13 +127,14 @@ class CaptureService:
         elif project is None:
             env = self._envs.resolve(None, actor, Role.WRITER)
         else:
+            # a project is the actor's own environment: never one shared with them by name
             try:
-                env = self._envs.resolve(project, actor, Role.WRITER)
+                env = self._envs.resolve(project, actor, Role.WRITER, shared=False)
             except NotFound:
                 try:
                     env = self._envs.create(project, actor, f"The project {project}")
                 except EngramError:  # created meanwhile by a concurrent request
-                    env = self._envs.resolve(project, actor, Role.WRITER)
+                    env = self._envs.resolve(project, actor, Role.WRITER, shared=False)
         self._env_cache[cache_key] = env.id
         return env.id
 

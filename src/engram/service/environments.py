@@ -40,7 +40,9 @@ class EnvironmentService:
         self._store = store
         self._clock = clock
         self.audit = audit or AuditLog(store, clock)
-        self._kept: dict[tuple[str, str, str | None], tuple[int, Environment, Role | None]] = {}
+        self._kept: dict[
+            tuple[str, str, str | None, bool], tuple[int, Environment, Role | None]
+        ] = {}
 
     # -- access ------------------------------------------------------------------------------
     def role_of(self, env: Environment, actor: Actor) -> Role | None:
@@ -119,17 +121,37 @@ class EnvironmentService:
         actor: Actor,
         need: Role = Role.READER,
         scope: Scope | None = None,
+        *,
+        shared: bool = True,
     ) -> Environment:
         """An environment by id or by name (the actor's own first, else one shared with them;
         ``owner/name`` picks among shared ones of one name); ``None`` means the default.
         ``need`` is the role the caller's action requires, ``scope`` the key scope (default:
         the one ``need`` implies). With no ``ref``, the actor's project (created on first use
         when the actor may write) comes first. An ``Environment`` already read in this call is
-        checked, not read again."""
+        checked, not read again.
+
+        A bare name reaches another user's environment for reading only: to write to it, name
+        it ``owner/name`` or by its id (a typo, or a name the actor has not created yet, must
+        not send their writes to whoever shared an environment of that name). ``shared``
+        False: the actor's own environments only (a caller that creates its own when the
+        name is not found)."""
         if isinstance(ref, Environment):
             env, role = ref, self.role_of(ref, actor)
         else:
-            env, role = self._lookup(ref, actor)
+            env, role = self._lookup(ref, actor, shared=shared)
+            if (
+                need is not Role.READER
+                and env.owner != actor.user_id
+                and ref
+                and not ref.startswith("env_")
+                and "/" not in ref
+            ):
+                raise InvalidInput(
+                    f"environment {ref!r} is {self._owner_name(env)}'s, shared with you: to "
+                    f"write to it, name it '{self._owner_name(env)}/{env.name}' or {env.id}",
+                    environment=ref,
+                )
         self.check(env, role, need, actor, scope)
         return env
 
@@ -141,22 +163,28 @@ class EnvironmentService:
         if ref or not project or project.startswith("env_") or not actor.can(Scope.WRITE):
             return None
         try:
-            self._find(project, actor)
+            self._find(project, actor, shared=False)
         except NotFound:
             return project
         return None
 
-    def _lookup(self, ref: str | None, actor: Actor) -> tuple[Environment, Role | None]:
+    def _lookup(
+        self, ref: str | None, actor: Actor, *, shared: bool = True
+    ) -> tuple[Environment, Role | None]:
         """The environment ``ref`` names for the actor and their role in it, kept per process
         while the store's environment stamp (moved by every change to an environment or its
         members, by any process) stays where it was when they were read."""
-        key = (ref or "", actor.user_id, "" if ref else actor.project)
+        key = (ref or "", actor.user_id, "" if ref else actor.project, shared)
         stamp = self._store.environment_stamp()
         if stamp is not None:
             kept = self._kept.get(key)
             if kept is not None and kept[0] == stamp:
                 return kept[1], kept[2]
-        env = self._find(ref, actor) if ref or not actor.project else self._project(actor)
+        env = (
+            self._find(ref, actor, shared=shared)
+            if ref or not actor.project
+            else self._project(actor)
+        )
         role = self.role_of(env, actor)
         if stamp is not None:  # read before the lookup: a change meanwhile is seen next time
             if len(self._kept) >= KEPT_LOOKUPS:

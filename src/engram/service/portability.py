@@ -191,8 +191,8 @@ class ImportService:
         names |= {c.environment for c in bundle.conversations if c.environment}
         names |= {m.environment for m in bundle.memories if m.environment}
         for name in sorted(n for n in names if n):
-            try:
-                out[name] = self._envs.resolve(name, actor, Role.WRITER)
+            try:  # the actor's own (created when missing), never one shared by that name
+                out[name] = self._envs.resolve(name, actor, Role.WRITER, shared=False)
             except NotFound:
                 out[name] = None
         return out
