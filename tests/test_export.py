@@ -217,6 +217,29 @@ def test_account_archive_holds_only_that_account(engram: Engram, tmp_path: Path)
     assert {e["owner"] for e in envs} == {"local"}
 
 
+def test_an_account_archive_holds_only_the_handoffs_that_account_may_read(
+    engram: Engram,
+) -> None:
+    """In an environment shared with Alice, Bob's handoff to himself is not hers to read (the
+    handoff list does not show it to her): her --account archive leaves it out, and keeps
+    her own and the one Bob left for her."""
+    from engram.accounts import Role
+    from engram.actors import Actor
+
+    bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
+    alice = Actor(engram.accounts.create_user("alice", LOCAL).id, "api")
+    shared = engram.environments.create("webapp", bob)
+    engram.environments.share(shared.id, alice.user_id, Role.WRITER, bob)
+    engram.handoffs.begin("Bob's private next steps", bob, environment=shared.id)
+    engram.handoffs.begin("For Alice", bob, environment=shared.id, for_user="alice")
+    engram.handoffs.begin("Alice's own", alice, environment="bob/webapp")
+    data = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL, account=alice.user_id)))
+    rows = [json.loads(line) for line in data.read("handoffs.jsonl").splitlines()]
+    assert sorted(r["summary"] for r in rows) == ["Alice's own", "For Alice"]
+    whole = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL)))
+    assert len(whole.read("handoffs.jsonl").splitlines()) == 3
+
+
 def test_an_account_archive_names_the_account_by_id_or_name(engram: Engram, tmp_path: Path) -> None:
     """`engram init` says 'sign in as root' and `users list` shows the name: the name works
     for --account as the id does."""

@@ -125,8 +125,9 @@ class ArchiveService:
                 "handoffs",
                 (
                     _json(h)
+                    # an account's: those it may read (its own and those left for it)
                     for h in s.handoffs.find(
-                        visible_to=None, environment_ids=sorted(env_ids), limit=_ALL
+                        visible_to=account, environment_ids=sorted(env_ids), limit=_ALL
                     )
                 )
                 if env_ids
