@@ -171,6 +171,23 @@ def test_record_access_rank_fields_and_purge(store: Store) -> None:
     assert store.keyword_search("one", MemoryFilter(), limit=5) == []
 
 
+def test_a_write_of_a_memory_read_before_its_reads_were_counted_keeps_them(
+    store: Store,
+) -> None:
+    """The lifecycle reads a memory, reads of it are counted meanwhile (the access recorder
+    flushes off the request path), then it writes its change: the counts stay, whatever the
+    stale copy held. Before, the write set them back to the copy's."""
+    _env(store)
+    store.write([_change(_memory("m1", "one"))])
+    (stale,) = store.get(["m1"])
+    at = T0 + timedelta(hours=2)
+    store.record_access([Access("m1", 3, at)])
+    changed = stale.model_copy(update={"importance": 0.9, "version": 2})
+    store.write([_change(changed, Action.UPDATE)])
+    (m1,) = store.get(["m1"])
+    assert (m1.importance, m1.access_count, m1.last_accessed_at) == (0.9, 3, at)
+
+
 def test_keyword_search_ors_terms_ranks_and_filters(store: Store) -> None:
     _env(store)
     _env(store, "env_b")

@@ -59,6 +59,10 @@ MEMORY_FIELDS = (
 )
 """The memory columns, in the order both stores select them."""
 
+USAGE_FIELDS = frozenset({"access_count", "last_accessed_at"})
+"""The columns only ``record_access`` moves: a write of a memory read before its latest reads
+were counted must not set them back, so an update of a stored memory leaves them as stored."""
+
 # enum members by value: a dict lookup, not the Enum call (a few µs each, for every row read)
 _LAYER = {m.value: m for m in Layer}
 _STATUS = {m.value: m for m in Status}

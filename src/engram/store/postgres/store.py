@@ -18,7 +18,7 @@ from psycopg import sql
 
 from engram.accounts import AuditEntry
 from engram.models import Environment, Layer, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import ORDER_SQL, USER_ROWS, row_search_text
+from engram.store.columns import ORDER_SQL, USAGE_FIELDS, USER_ROWS, row_search_text
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.postgres import keywords, vector_copy, vectors
 from engram.store.postgres.accounts import PostgresAccountStore
@@ -72,7 +72,7 @@ from engram.vectorindex import copies
 _UPSERT = (
     f"INSERT INTO memories ({', '.join(WRITE_COLUMNS)}) "
     f"VALUES ({', '.join(['%s'] * len(WRITE_COLUMNS))}) ON CONFLICT (id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id")
+    + ", ".join(f"{c} = excluded.{c}" for c in WRITE_COLUMNS if c != "id" and c not in USAGE_FIELDS)
 )
 
 _VECTOR_UPSERT = (

@@ -19,7 +19,13 @@ import numpy as np
 from engram.accounts import AuditEntry
 from engram.errors import StorageError
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
-from engram.store.columns import MEMORY_FIELDS, ORDER_SQL, USER_ROWS, row_search_text
+from engram.store.columns import (
+    MEMORY_FIELDS,
+    ORDER_SQL,
+    USAGE_FIELDS,
+    USER_ROWS,
+    row_search_text,
+)
 from engram.store.group_commit import GroupCommit, WriteJob
 from engram.store.protocol import (
     Access,
@@ -78,7 +84,7 @@ _UPSERT = (
     + ", ".join(
         f"{c.strip()} = excluded.{c.strip()}"
         for c in (MEMORY_COLUMNS + ", content_hash").split(",")
-        if c.strip() not in ("id",)
+        if c.strip() != "id" and c.strip() not in USAGE_FIELDS
     )
     + " RETURNING seq"
 )
@@ -93,6 +99,7 @@ _PRIOR = (
 )
 """What a change to a stored memory must know of its row: where it is, whether it has vectors,
 and what it holds (so that only the columns that change are written)."""
+_USAGE = frozenset(_STORED.index(c) for c in USAGE_FIELDS)
 _INDEXED = frozenset(
     _STORED.index(c) for c in ("content_hash", "keyword_context", "environment_id", "layer")
 )
@@ -245,7 +252,9 @@ class SQLiteStore:
             prior = None if new else conn.execute(_PRIOR, (m.id,)).fetchone()
             if prior is not None:  # a stored memory changes: its row is updated in place
                 seq, has_vectors, stored, now = prior[0], prior[1], prior[2:], params[1:]
-                changed = tuple(c for c, value in enumerate(now) if stored[c] != value)
+                changed = tuple(
+                    c for c, value in enumerate(now) if stored[c] != value and c not in _USAGE
+                )
                 if changed:
                     conn.execute(_update(changed), (*[now[c] for c in changed], seq))
                 if not _INDEXED.isdisjoint(changed):
