@@ -111,3 +111,25 @@ def test_a_count_that_cannot_be_written_never_fails_the_read(
     store.close()
     recorder.close()  # the write fails: logged, not raised
     assert "1 access counts not recorded" in caplog.text
+
+
+def test_a_read_when_no_thread_can_start_is_written_at_once(
+    engram: Engram, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At interpreter shutdown (or out of threads) Thread.start raises: the read is counted
+    in the caller's thread and a later read tries a thread again. Before, the search failed
+    with the RuntimeError and every later read waited for a thread that was never running."""
+    a = engram.memories.add(NewMemory(content="alpha"), LOCAL)
+    recorder = AccessRecorder(engram.store, delay=60)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as m:
+        m.setattr(threading.Thread, "start", refuse)
+        recorder.record([a.id], clock())
+    assert recorder.writes == 1 and engram.store.get([a.id])[0].access_count == 1
+    recorder.record([a.id], clock())  # a thread now: it writes later (or at close)
+    assert recorder.writes == 1
+    recorder.close()
+    assert engram.store.get([a.id])[0].access_count == 2

@@ -67,13 +67,22 @@ class AccessRecorder:
             now = self._closed or self._held >= self._max
             if not now:
                 if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._run, name="engram-accesses", daemon=True
-                    )
-                    self._thread.start()
+                    now = not self._start()
                 self._wake.notify()
         if now:
             self.flush()
+
+    def _start(self) -> bool:
+        """Start the thread (the lock held); False when none can start (the interpreter is
+        shutting down, or out of threads): the caller then writes the reads itself."""
+        thread = threading.Thread(target=self._run, name="engram-accesses", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:
+            log.warning("access counts written inline: no thread (%s)", exc)
+            return False
+        self._thread = thread
+        return True
 
     def flush(self) -> None:
         """Write every read recorded so far, in this thread."""
