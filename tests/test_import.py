@@ -468,3 +468,34 @@ def test_the_import_report_says_which_secrets_it_redacted(
     home = str(tmp_path / "h")
     assert main(["--home", home, "import", str(path)]) == 0
     assert "redacted before storing: 1 api_key (rotate them)" in capsys.readouterr().out
+
+
+def test_a_message_cut_to_the_limit_keeps_no_part_of_a_secret(
+    engram: Engram, tmp_path: Path
+) -> None:
+    """A message longer than a memory holds is cut before the import scrubs it: a token the
+    cut splits is left out whole. Before, 'ghp_' and 20 of its characters were stored (too
+    short for the GitHub token pattern, so the scrubber let them through)."""
+    token = "ghp_" + "Q7x9K2mPzR4tW8vY1nB5cL3dF6hJ0sAeGiUo"
+    text = "lorem " * 3329 + token + " and more words after it"  # the cut: 'ghp_' + 21
+    conv = fx.claude_conversations()[0]
+    conv["chat_messages"] = [
+        {
+            "uuid": "m-long",
+            "sender": "human",
+            "text": text,
+            "created_at": "2026-03-01T10:00:00.000000Z",
+            "content": [{"type": "text", "text": text}],
+            "attachments": [],
+            "files": [],
+        }
+    ]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([conv]))
+    engram.imports.commit(engram.imports.read(path), LOCAL)
+    conversations = engram.extraction.conversations
+    (conv_id,) = conversations.owned_conversations(LOCAL.user_id)
+    (message,) = conversations.last_messages(conv_id, 5)
+    stored = message.content
+    assert "ghp_" not in stored and token[4:14] not in stored
+    assert stored.endswith("lorem…") and len(stored) <= 20_000

@@ -101,9 +101,18 @@ def source_id(value: object) -> str:
 
 
 def clip(text: str) -> str:
-    """Text cut to what a memory holds."""
+    """Text cut to what a memory holds, never inside a word: the import scrubs what it stores
+    after this cut, and a secret cut in two can be too short for its pattern (``ghp_`` and 20
+    of its characters), so a word the cut would split is left out whole."""
     text = text.strip()
-    return text if len(text) <= MAX_CONTENT_CHARS else text[: MAX_CONTENT_CHARS - 1] + "…"
+    if len(text) <= MAX_CONTENT_CHARS:
+        return text
+    head = text[: MAX_CONTENT_CHARS - 1]
+    if not text[MAX_CONTENT_CHARS - 1].isspace():
+        space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        if space > 0:  # else one word of 20,000 characters: nothing to keep whole
+            head = head[:space]
+    return head.rstrip() + "…"
 
 
 def from_epoch(value: object) -> datetime | None:
