@@ -470,6 +470,24 @@ def test_the_import_report_says_which_secrets_it_redacted(
     assert "redacted before storing: 1 api_key (rotate them)" in capsys.readouterr().out
 
 
+def test_the_report_counts_each_secret_once_a_title_s_too(engram: Engram, tmp_path: Path) -> None:
+    """The report counts what it removed from what it stored: a title's secret, once; an
+    export imported again, nothing (nothing new stored); a continued conversation, only its
+    new messages' secrets. Before, a re-import counted every secret again and a title's never."""
+    key, aws = fakes()[6], fakes()[1]
+    turns = [("user", f"Here is my {key.text} for the bot"), ("assistant", "Noted.")]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([fx.chatgpt_conversation("c", f"Keys {aws.text}", turns, fx.T0)]))
+    first = engram.imports.commit(engram.imports.read(path), LOCAL)
+    assert first.redactions == {"api_key": 1, "aws_secret_key": 1}
+    again = engram.imports.commit(engram.imports.read(path), LOCAL)
+    assert again.redactions == {} and again.already_imported == 1
+    more = [*turns, ("user", f"and the other one {fakes()[6].text}x"), ("assistant", "Ok.")]
+    path.write_text(json.dumps([fx.chatgpt_conversation("c", f"Keys {aws.text}", more, fx.T0)]))
+    continued = engram.imports.commit(engram.imports.read(path), LOCAL)
+    assert continued.messages_added == 2 and continued.redactions == {"api_key": 1}
+
+
 def test_a_message_cut_to_the_limit_keeps_no_part_of_a_secret(
     engram: Engram, tmp_path: Path
 ) -> None:

@@ -46,7 +46,8 @@ class ExtractionResult(BaseModel):
     redactions: dict[str, int] = Field(
         default_factory=dict,
         description="Secrets the scrubber removed from the conversation and its messages "
-        "before anything was stored or extracted, as kind -> count.",
+        "before anything was stored or extracted, as kind -> count (a message delivered "
+        "again is not stored again, and its secrets are not counted again).",
     )
 
     def memory_ids(self, action: str) -> list[str]:

@@ -40,7 +40,7 @@ from engram.ids import new_id
 from engram.lifecycle.report import WriteOutcome
 from engram.limits import MAX_MESSAGES
 from engram.models import Layer, NewMemory
-from engram.scrub import Scrubber, scrub_value
+from engram.scrub import Redactions, Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle import LifecycleService
 from engram.service.memories import MemoryService
@@ -147,14 +147,29 @@ class ExtractionService:
             return self.get_conversation(new.id or conv.id, actor, Role.WRITER)
         return conv
 
+    def _scrubbed(
+        self, messages: Sequence[NewMessage]
+    ) -> tuple[list[NewMessage], list[Redactions]]:
+        """Each message scrubbed, with what was removed from it."""
+        pairs = [scrub_value(self._scrubber, m) for m in messages]
+        return [m for m, _ in pairs], [found for _, found in pairs]
+
     def _append(
-        self, conv: Conversation, messages: Sequence[NewMessage], actor: Actor
-    ) -> list[Message]:
-        """Store the messages not stored yet, and each of them as a searchable memory."""
+        self,
+        conv: Conversation,
+        messages: Sequence[NewMessage],
+        found: Sequence[Redactions],
+        actor: Actor,
+    ) -> tuple[list[Message], Redactions]:
+        """Store the messages not stored yet, and each of them as a searchable memory; what
+        the scrubber removed from those (``found``: per message): a message delivered again
+        is not stored again, nor its secrets counted again."""
         if len(messages) > MAX_MESSAGES:
             raise InvalidInput(f"at most {MAX_MESSAGES} messages per call, got {len(messages)}")
         ids = [new_id("msg_") for _ in messages]
         added = self.conversations.append_messages(conv.id, messages, ids)
+        index = {msg_id: i for i, msg_id in enumerate(ids)}
+        removed = Redactions.merge(found[index[m.id]] for m in added)
         if added:
             first = added[0].position
             before = (
@@ -165,7 +180,7 @@ class ExtractionService:
                 self._memories.add_many(
                     news[start : start + MESSAGE_BATCH], actor, conv.environment_id
                 )
-        return added
+        return added, removed
 
     # -- extraction --------------------------------------------------------------------------
     def extract(
@@ -196,9 +211,11 @@ class ExtractionService:
         if not data.messages:
             raise InvalidInput("a conversation to extract from needs at least one message")
         # scrubbed first: the extractor (maybe a remote LLM) never reads a secret
-        data, found = scrub_value(self._scrubber, data)
-        redactions = {"redactions": found.as_dict()}
+        new, found = scrub_value(self._scrubber, data.conversation)
+        clean, per_message = self._scrubbed(data.messages)
+        data = data.model_copy(update={"conversation": new, "messages": clean})
         if dry_run:
+            redactions = {"redactions": Redactions.merge([found, *per_message]).as_dict()}
             conv = self._transient(data, actor, environment)
             messages = [
                 Message(
@@ -217,10 +234,11 @@ class ExtractionService:
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
             ).model_copy(update=redactions)
         conv = self.start(data.conversation, actor, environment)
-        added = self._append(conv, data.messages, actor)
+        added, removed = self._append(conv, data.messages, per_message, actor)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
+        redactions = {"redactions": (found + removed).as_dict()}
         return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def add_messages(
@@ -237,13 +255,13 @@ class ExtractionService:
         """Append messages (starting the conversation if it is new); once ``config.every``
         assistant messages have arrived since the last extraction, extract from the new
         messages with the last ``config.window`` messages as context."""
-        (new, messages), found = scrub_value(
-            self._scrubber,
-            (NewConversation(id=conversation_id, source=source, title=title), list(messages)),
+        new, found = scrub_value(
+            self._scrubber, NewConversation(id=conversation_id, source=source, title=title)
         )
-        redactions = {"redactions": found.as_dict()}
+        clean, per_message = self._scrubbed(messages)
         conv = self.start(new, actor, environment)
-        added = self._append(conv, messages, actor)
+        added, removed = self._append(conv, clean, per_message, actor)
+        redactions = {"redactions": (found + removed).as_dict()}
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Speaker.ASSISTANT.value)
         name = getattr(self.extractor, "name", "rules")

@@ -37,7 +37,7 @@ from engram.portability.report import (
     SkippedItem,
     SourceCounts,
 )
-from engram.scrub import Scrubber, scrub_value
+from engram.scrub import Redactions, Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle import LifecycleService
 from engram.store import Store
@@ -251,7 +251,7 @@ class ImportService:
                 # an export is cumulative: a conversation imported before may have been
                 # continued (or another branch shown) since; its stored messages are skipped by
                 # their ids, new ones added and read by extraction
-                if self._conversation(conv, env, actor, tally) or not again:
+                if self._conversation(conv, env, actor, tally, again=again) or not again:
                     tally.counts["conversations"] += 1
                 else:
                     tally.counts["already_imported"] += 1
@@ -274,13 +274,23 @@ class ImportService:
         )
 
     def _conversation(
-        self, conv: ImportedConversation, env: Environment, actor: Actor, tally: _Tally
+        self,
+        conv: ImportedConversation,
+        env: Environment,
+        actor: Actor,
+        tally: _Tally,
+        *,
+        again: bool,
     ) -> bool:
-        """Deliver ``conv`` through extraction; whether it added a message."""
+        """Deliver ``conv`` through extraction; whether it added a message. The secrets of
+        its title count once: when it is first imported."""
+        title, found = self._scrubbed_line(conv.title, _TITLE_CHARS)
+        if not again:
+            tally.redactions.update(found.as_dict())
         new = NewConversation(
             id=conversation_id(env, conv),
             source=conv.source,
-            title=self._shown(conv.title, _TITLE_CHARS),
+            title=title,
             started_at=conv.started_at,
             metadata={**conv.metadata, "import": {"format": conv.source, "key": conv.key}},
         )
@@ -304,7 +314,12 @@ class ImportService:
         """``text`` on one line, scrubbed, then cut to ``limit`` characters (never inside a
         redaction marker): cut first, a secret split by the cut would no longer match its
         pattern and its first part would be kept."""
-        return cut(self._scrubber.scrub(" ".join(text.split()))[0], limit, "…")
+        return self._scrubbed_line(text, limit)[0]
+
+    def _scrubbed_line(self, text: str, limit: int) -> tuple[str, Redactions]:
+        """:meth:`_shown`, with what the scrubber removed."""
+        clean, found = self._scrubber.scrub(" ".join(text.split()))
+        return cut(clean, limit, "…"), found
 
     def _ensure_envs(
         self, bundle: Bundle, actor: Actor, target: Environment, tally: _Tally
