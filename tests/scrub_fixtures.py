@@ -59,6 +59,8 @@ def fakes() -> list[Fake]:
         ("secret_assignment", "export MYSQL" + "_PWD='" + t[30] + "'", t[30]),
         ("mysql_password", "mysql -u root -p" + t[31] + " -h db", t[31]),
         ("mysql_password", "mysqldump --user=app -p'" + t[32] + "' app > dump.sql", t[32]),
+        ("mysql_password", 'mysql -u root -p"two ' + t[33] + '" db', t[33]),  # quoted, a space
+        ("mysql_password", "MySQL -u root -p" + t[34], t[34]),
     ]
     return [Fake(kind, text, tail) for kind, text, tail in items]
 

@@ -38,6 +38,9 @@ SURVIVORS = [
     "mysql -P 3306 -h db --protocol=tcp -e 'select 1'",
     "pass -p to mysql and it prompts; the mysql-python package; my -p flag",
     "COMPASS_HEADING=270 and DB_PASS=$DB_PASS",
+    "mysql -u root mydb < dump.sql && less -pattern log",
+    "mysql -h db | tee -pout.txt; mysql -h db;ls -plain",
+    "TEST_PASS=1, MIN_PASS=3 and CACHE_KEY=42 are counts",
 ]
 
 

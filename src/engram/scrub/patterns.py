@@ -222,16 +222,22 @@ BUILTIN: tuple[Pattern, ...] = (
         "secret_assignment",
         r"(?<![A-Za-z0-9_])(?:(?:[A-Z0-9]+_)+(?:[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|"
         r"CREDENTIALS?)(?:_BASE)?|PASS)|PGPASSWORD)(?![A-Za-z0-9_])[\"']?[ \t]*+[:=][ \t]*+[\"']?"
-        + _VALUE,
+        # a number of at most three digits is a count or a flag (TEST_PASS=1), not a secret
+        r"(?![0-9]{1,3}(?![^\s\"'`,;&]))" + _VALUE,
         needles=("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL"),
     ),
-    # the password glued to -p on a MySQL/MariaDB client's command line: mysql -u root -pSECRET
-    # (a bare -p asks for it; -P is the port)
+    # the password glued to -p on a MySQL/MariaDB client's command line: mysql -u root -pSECRET,
+    # -p"two words" (a bare -p asks for it; -P is the port); the arguments of that command only,
+    # never past a shell operator (mysql ... && less -pattern)
     Pattern(
         "mysql_password",
-        r"(?<![A-Za-z0-9_.-])(?:mysql|mariadb)[a-z_-]{0,20}(?:[ \t]++[^\s]++){0,30}?[ \t]++-p"
-        r"[\"']?" + _NOT_MARKER + r"(?P<secret>[^\s\"']{1,1024})",
+        r"(?<![A-Za-z0-9_.-])(?i:mysql|mariadb)[a-z_-]{0,20}"
+        r"(?:[ \t]++[^\s;&|<>]++(?![;&|<>])){0,30}?[ \t]++-p[\"']?"
+        + _NOT_MARKER
+        + r"(?P<secret>(?<=\")[^\"\r\n]{1,1024}(?=\")|(?<=')[^'\r\n]{1,1024}(?=')"
+        r"|[^\s\"']{1,1024})",
         needles=("mysql", "mariadb"),
+        fold=True,
     ),
     # well-known lowercase and camelCase names: api_key = "...", password: ..., clientSecret=...
     Pattern(
