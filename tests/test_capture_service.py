@@ -336,3 +336,17 @@ def test_the_brief_lists_procedures_apart_from_rules_and_decisions(
         "- Cut a release: tag the commit, push the tag, then publish the notes "
         "(when: a release is due)"
     )
+
+
+def test_a_project_environment_deleted_between_events_is_made_again(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """The capture keeps each project's environment id between events; a user who deletes
+    that environment (say, to start the project over) and goes on working gets it again.
+    Before, every later event of that project failed with 'environment … does not exist'."""
+    engram.capture.ingest([ev("prompt", clock)], LOCAL)
+    first = engram.environments.resolve("webapp", LOCAL)
+    engram.environments.delete(first.id, LOCAL, purge=True)
+    result = engram.capture.ingest([ev("prompt", clock, session="s-2")], LOCAL)
+    again = engram.environments.resolve("webapp", LOCAL)
+    assert again.id != first.id and result.stored == 1

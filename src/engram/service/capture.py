@@ -121,7 +121,10 @@ class CaptureService:
         cached = self._env_cache.get(cache_key)
         if cached is not None:
             # only the id is cached: scope and role are checked again on every call
-            return self._envs.resolve(cached, actor, Role.WRITER).id
+            try:
+                return self._envs.resolve(cached, actor, Role.WRITER).id
+            except NotFound:  # deleted since: a project's is made again below
+                del self._env_cache[cache_key]
         if explicit is not None:
             env = self._envs.resolve(explicit, actor, Role.WRITER)
         elif project is None:
