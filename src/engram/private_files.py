@@ -67,7 +67,7 @@ def private_dir(path: Path) -> Path:
 def open_private(path: Path) -> BinaryIO:
     """A new file only its owner can read (0600, from the start), open for binary writing."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    os.chmod(path, FILE_MODE)  # an existing file keeps its mode through O_CREAT
+    os.fchmod(fd, FILE_MODE)  # an existing file keeps its mode through O_CREAT
     return os.fdopen(fd, "wb")
 
 
