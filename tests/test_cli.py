@@ -90,6 +90,27 @@ def test_environments(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(run(capsys, "list", "--json")[1])["total"] == 0
 
 
+def test_sharing_an_environment_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    """REST and the dashboard could share an environment; the CLI could not (walkthrough 33,
+    finding 16): members, share (by user name), a new role by sharing again, unshare."""
+    assert run(capsys, "env", "create", "webapp")[0] == 0
+    assert run(capsys, "users", "add", "alice")[0] == 0
+    code, out, _ = run(capsys, "env", "share", "webapp", "alice", "--role", "writer")
+    assert code == 0 and "alice is now writer of webapp" in out
+    members = json.loads(run(capsys, "env", "members", "webapp", "--json")[1])
+    assert [m["role"] for m in members] == ["owner", "writer"]
+    assert run(capsys, "env", "share", "webapp", "alice")[0] == 0  # again: the default role
+    members = json.loads(run(capsys, "env", "members", "webapp", "--json")[1])
+    assert members[1]["role"] == "reader"
+    code, _, err = run(capsys, "env", "share", "webapp", "alcie")
+    assert code == 3 and "'alcie' does not exist" in err
+    code, out, _ = run(capsys, "env", "unshare", "webapp", "alice")
+    assert code == 0 and "no longer has access" in out
+    assert len(json.loads(run(capsys, "env", "members", "webapp", "--json")[1])) == 1
+    code, out, _ = run(capsys, "env", "members", "webapp")
+    assert code == 0 and "owner" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [

@@ -1,4 +1,4 @@
-"""Environment commands: engram env create|list|use|delete."""
+"""Environment commands: engram env create|list|use|which|delete|members|share|unshare."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from engram.cli.common import JsonOption, console, emit_json, service, state
+from engram.accounts import Role
+from engram.cli.common import JsonOption, console, emit_json, service, state, user_id
 
 app = typer.Typer(help="Environments isolate memories per project.", no_args_is_help=True)
 
@@ -103,3 +104,58 @@ def delete(
     if st.current_environment(None) in (env.name, env.id):
         st.set_current_environment(None)
     console.print(f"deleted environment {env.name}")
+
+
+@app.command()
+def members(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Environment name, owner/name or id.")],
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Who has access to an environment and with which role, the owner first."""
+    with service(ctx) as (engram, st):
+        found = engram.environments.members(name, st.actor)
+        names = {u.id: u.name for u in engram.accounts.list_users(st.actor)}
+    if as_json:
+        emit_json(found)
+        return
+    table = Table()
+    for col in ("user", "id", "role", "since"):
+        table.add_column(col)
+    for m in found:
+        since = m.added_at.date().isoformat()
+        table.add_row(names.get(m.user_id, m.user_id), m.user_id, m.role.value, since)
+    console.print(table)
+
+
+@app.command()
+def share(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Your environment: its name or id.")],
+    user: Annotated[str, typer.Argument(help="The user's name or id ('engram users list').")],
+    role: Annotated[
+        Role,
+        typer.Option(
+            help="reader: search and read; writer: also add and change memories; owner: also "
+            "share and delete it. Sharing again changes the role."
+        ),
+    ] = Role.READER,
+) -> None:
+    """Share an environment with another user (owners only). To write to it they name it
+    OWNER/NAME (your user name, then its name) or by its id: a bare NAME means their own."""
+    with service(ctx) as (engram, st):
+        member = engram.environments.share(name, user_id(engram, user, st.actor), role, st.actor)
+        env = engram.environments.resolve(member.environment_id, st.actor)
+    console.print(f"{user} is now {member.role.value} of {env.name} ({env.id})")
+
+
+@app.command()
+def unshare(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Environment name, owner/name or id.")],
+    user: Annotated[str, typer.Argument(help="The member's name or id.")],
+) -> None:
+    """Take a member's access away (owners only; anyone may leave one shared with them)."""
+    with service(ctx) as (engram, st):
+        member = engram.environments.unshare(name, user_id(engram, user, st.actor), st.actor)
+    console.print(f"{user} no longer has access ({member.role.value} until now)")
