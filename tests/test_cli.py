@@ -310,3 +310,18 @@ def test_the_command_lists_wrap_sentences_only_at_the_console_edge(
         doc = inspect.getdoc(info.callback) or ""
         summary = " ".join(doc.split("\n\n")[0].split())
         assert any(summary in line for line in lines), summary
+
+
+def test_a_command_on_a_new_home_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in --home used to answer '0 of 0' as if the memory were empty (walkthrough 33,
+    finding 12): the command still works (a first 'engram add' makes the home), and says
+    on stderr that the home is new, once; 'engram init' says it in its own words."""
+    home = str(tmp_path / "typo")
+    code, out, err = run(capsys, "--home", home, "list", "--json")
+    assert code == 0 and json.loads(out)["total"] == 0
+    assert f"a new, empty Engram home at {home}" in err
+    assert "new, empty" not in run(capsys, "--home", home, "list")[2]
+    code, out, err = run(capsys, "--home", str(tmp_path / "other"), "init")
+    assert code == 0 and "Engram is ready" in out and "new, empty" not in err

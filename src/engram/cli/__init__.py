@@ -52,7 +52,7 @@ def init(
     from engram.cli import keys
     from engram.setup.model import prepare as prepare_model
 
-    with service(ctx) as (engram, st):
+    with service(ctx, init=True) as (engram, st):
         env = engram.environments.ensure_default(st.actor)
         issued = keys.bootstrap(engram, st.settings.home, rotate=rotate)
         console.print(f"Engram is ready in [bold]{st.settings.home}[/bold]")

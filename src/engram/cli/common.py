@@ -84,13 +84,30 @@ def state(ctx: typer.Context) -> CliState:
 
 
 @contextmanager
-def service(ctx: typer.Context) -> Iterator[tuple[Engram, CliState]]:
+def service(ctx: typer.Context, *, init: bool = False) -> Iterator[tuple[Engram, CliState]]:
+    """The service on the home the command names (``init``: the command that makes one, so
+    a new home is no news)."""
     st = state(ctx)
+    fresh = not init and _new_home(st.settings)
     engram = Engram.open(st.settings)
     try:
         yield engram, st
     finally:
         engram.close()
+    if fresh:  # a typo in --home or ENGRAM_HOME must not look like an empty memory (after
+        # what the command printed; an error stays one line)
+        err_console.print(
+            f"note: a new, empty Engram home at {st.settings.home} (another one is chosen "
+            "with --home or ENGRAM_HOME)"
+        )
+
+
+def _new_home(settings: Settings) -> bool:
+    """Whether opening ``settings`` makes a new SQLite store (a PostgreSQL one: never said)."""
+    url = settings.database_url
+    if "://" in url and not url.startswith("sqlite:///"):
+        return False
+    return not Path(url.removeprefix("sqlite:///")).exists()
 
 
 def user_id(engram: Engram, ref: str, actor: Actor, *, gone: bool = False) -> str:
