@@ -222,8 +222,8 @@ BUILTIN: tuple[Pattern, ...] = (
         "secret_assignment",
         r"(?<![A-Za-z0-9_])(?:(?:[A-Z0-9]+_)+(?:[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|"
         r"CREDENTIALS?)(?:_BASE)?|PASS)|PGPASSWORD)(?![A-Za-z0-9_])[\"']?[ \t]*+[:=][ \t]*+[\"']?"
-        # a number of at most three digits is a count or a flag (TEST_PASS=1), not a secret
-        r"(?![0-9]{1,3}(?![^\s\"'`,;&]))" + _VALUE,
+        # an unquoted number of at most three digits is a count or a flag (TEST_PASS=1)
+        r"(?:(?<=[\"'])|(?![0-9]{1,3}(?![^\s\"'`,;&])))" + _VALUE,
         needles=("KEY", "TOKEN", "SECRET", "PASS", "PWD", "CREDENTIAL"),
     ),
     # the password glued to -p on a MySQL/MariaDB client's command line: mysql -u root -pSECRET,
@@ -231,8 +231,10 @@ BUILTIN: tuple[Pattern, ...] = (
     # never past a shell operator (mysql ... && less -pattern)
     Pattern(
         "mysql_password",
-        r"(?<![A-Za-z0-9_.-])(?i:mysql|mariadb)[a-z_-]{0,20}"
-        r"(?:[ \t]++[^\s;&|<>]++(?![;&|<>])){0,30}?[ \t]++-p[\"']?"
+        r"(?<![A-Za-z0-9_.-])(?i:(?:mysql|mariadb)[a-z_-]{0,20})"
+        # an argument: unquoted runs (no shell operator) and quoted ones (anything inside)
+        r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
+        r"(?![;&|<>])){0,30}?[ \t]++-p[\"']?"
         + _NOT_MARKER
         + r"(?P<secret>(?<=\")[^\"\r\n]{1,1024}(?=\")|(?<=')[^'\r\n]{1,1024}(?=')"
         r"|[^\s\"']{1,1024})",
