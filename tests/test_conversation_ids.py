@@ -12,7 +12,8 @@ import pytest
 
 from engram import LOCAL, Engram, NotFound
 from engram.actors import Actor
-from engram.extraction.conversation import NewMessage, Speaker
+from engram.extraction.conversation import NewConversation, NewMessage, Speaker
+from engram.extraction.results import ConversationInput
 from engram.models import MemoryFilter, NewMemory
 from engram.retrieval.models import SearchMode
 from engram.store.postgres import PostgresStore
@@ -24,6 +25,35 @@ from tests.test_api_live import Live
 live = test_api_live.live  # the live-server fixture
 
 HELLO = [NewMessage(role=Speaker.USER, content="I prefer tea over coffee.")]
+
+
+def test_an_id_used_in_another_environment_adds_nothing_there(engram: Engram) -> None:
+    """An app with an environment per tenant reuses 'session-1' in each (walkthrough 34):
+    before, the second tenant's message went into the first tenant's conversation, in the
+    first tenant's context and not the second's. Now it is a Conflict naming the way out,
+    nothing is stored, and the conversation's own environment (or none named) still works."""
+    from engram.errors import Conflict
+
+    for name in ("tenant-x", "tenant-y"):
+        engram.environments.create(name, LOCAL)
+    x = [NewMessage(role=Speaker.USER, content="I'm Xavier, I live in Oslo.")]
+    y = [NewMessage(role=Speaker.USER, content="I'm Yara and I am pregnant.")]
+    engram.extraction.add_messages("session-1", x, LOCAL, "tenant-x")
+    with pytest.raises(Conflict, match="is in environment 'tenant-x', not 'tenant-y'"):
+        engram.extraction.add_messages("session-1", y, LOCAL, "tenant-y")
+    with pytest.raises(Conflict, match="'tenant-y:session-1'"):
+        engram.extraction.extract(
+            ConversationInput(conversation=NewConversation(id="session-1"), messages=y),
+            LOCAL,
+            "tenant-y",
+        )
+    assert len(engram.extraction.messages("session-1", LOCAL).items) == 1
+    found = engram.store.list_memories(MemoryFilter(), limit=50)
+    assert not any("Yara" in m.content for m in found)
+    engram.extraction.add_messages("tenant-y:session-1", y, LOCAL, "tenant-y")
+    more = [NewMessage(role=Speaker.USER, content="I moved to Bergen.")]
+    assert engram.extraction.add_messages("session-1", more, LOCAL, "tenant-x").messages_added
+    assert engram.extraction.add_messages("session-1", more + x, LOCAL).messages_added == 0
 
 
 def test_caller_ids_are_scoped_per_user(engram: Engram) -> None:

@@ -382,6 +382,7 @@ def test_cli_export_to_a_place_it_cannot_write_says_so_in_one_line(
 
     home = str(tmp_path / "h")
     assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
+    assert "new, empty Engram home" in capsys.readouterr().err  # the first command's note
     (tmp_path / "a-file.md").write_text("x")
     (tmp_path / "a-folder.json").mkdir()
     cases = [
@@ -488,14 +489,29 @@ def test_the_report_counts_each_secret_once_a_title_s_too(engram: Engram, tmp_pa
     assert continued.messages_added == 2 and continued.redactions == {"api_key": 1}
 
 
+def test_a_title_s_secret_counts_once_per_conversation(engram: Engram) -> None:
+    """A delivery to an existing conversation stores no title: before, each one counted
+    the title's secret again, with nothing added."""
+    from engram.extraction.conversation import NewMessage, Speaker
+
+    key = fakes()[6].text
+    hello = [NewMessage(role=Speaker.USER, content="hello")]
+    first = engram.extraction.add_messages("c-1", hello, LOCAL, title=f"deploy {key}")
+    again = engram.extraction.add_messages("c-1", hello, LOCAL, title=f"deploy {key}")
+    assert first.redactions == {"api_key": 1} and first.messages_added == 1
+    assert again.redactions == {} and again.messages_added == 0
+
+
+@pytest.mark.parametrize("sep", [" ", ","])  # prose, and minified JSON or a log line
 def test_a_message_cut_to_the_limit_keeps_no_part_of_a_secret(
-    engram: Engram, tmp_path: Path
+    engram: Engram, tmp_path: Path, sep: str
 ) -> None:
     """A message longer than a memory holds is cut before the import scrubs it: a token the
-    cut splits is left out whole. Before, 'ghp_' and 20 of its characters were stored (too
-    short for the GitHub token pattern, so the scrubber let them through)."""
+    cut splits is left out whole, in text without spaces too. Before, 'ghp_' and 21 of its
+    characters were stored (too short for the GitHub token pattern, so the scrubber let them
+    through)."""
     token = "ghp_" + "Q7x9K2mPzR4tW8vY1nB5cL3dF6hJ0sAeGiUo"
-    text = "lorem " * 3329 + token + " and more words after it"  # the cut: 'ghp_' + 21
+    text = f"lorem{sep}" * 3329 + token + f"{sep}and{sep}more"  # the cut: 'ghp_' + 21
     conv = fx.claude_conversations()[0]
     conv["chat_messages"] = [
         {
@@ -516,4 +532,4 @@ def test_a_message_cut_to_the_limit_keeps_no_part_of_a_secret(
     (message,) = conversations.last_messages(conv_id, 5)
     stored = message.content
     assert "ghp_" not in stored and token[4:14] not in stored
-    assert stored.endswith("lorem…") and len(stored) <= 20_000
+    assert stored.endswith(f"lorem{sep}".rstrip() + "…") and len(stored) <= 20_000

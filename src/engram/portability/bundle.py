@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import string
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -101,18 +102,25 @@ def source_id(value: object) -> str:
 
 
 def clip(text: str) -> str:
-    """Text cut to what a memory holds, never inside a word: the import scrubs what it stores
-    after this cut, and a secret cut in two can be too short for its pattern (``ghp_`` and 20
-    of its characters), so a word the cut would split is left out whole."""
+    """Text cut to what a memory holds, never inside a token (a word, a key): the import
+    scrubs what it stores after this cut, and a secret cut in two can be too short for its
+    pattern (``ghp_`` and 20 of its characters), so a token the cut would split is left out
+    whole."""
     text = text.strip()
     if len(text) <= MAX_CONTENT_CHARS:
         return text
-    head = text[: MAX_CONTENT_CHARS - 1]
-    if not text[MAX_CONTENT_CHARS - 1].isspace():
-        space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
-        if space > 0:  # else one word of 20,000 characters: nothing to keep whole
-            head = head[:space]
-    return head.rstrip() + "…"
+    end = MAX_CONTENT_CHARS - 1
+    if text[end] in _TOKEN_CHARS:  # the cut splits a token (minified JSON has no spaces)
+        start = end
+        while start > 0 and text[start - 1] in _TOKEN_CHARS:
+            start -= 1
+        if start > 0:  # else all one token: nothing to keep whole
+            end = start
+    return text[:end].rstrip() + "…"
+
+
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-.+/=~%")
+"""What a secret token is made of (keys, tokens, base64, URL-encoded values)."""
 
 
 def from_epoch(value: object) -> datetime | None:

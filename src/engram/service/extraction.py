@@ -20,7 +20,7 @@ from datetime import datetime
 from engram.accounts import Role
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import InvalidInput, NotFound
+from engram.errors import Conflict, InvalidInput, NotFound
 from engram.extraction.conversation import (
     Conversation,
     ExtractionState,
@@ -129,8 +129,15 @@ class ExtractionService:
     ) -> Conversation:
         """Create a conversation, or return the existing one the actor knows by ``new.id``
         (adding to a conversation stores messages: it needs write access)."""
+        return self._start(new, actor, environment)[0]
+
+    def _start(
+        self, new: NewConversation, actor: Actor, environment: str | None
+    ) -> tuple[Conversation, bool]:
+        """:meth:`start`, and whether it created the conversation."""
         if new.id is not None and self._lookup(new.id, actor) is not None:
-            return self.get_conversation(new.id, actor, Role.WRITER)
+            conv = self.get_conversation(new.id, actor, Role.WRITER)
+            return self._in(conv, environment, actor), False
         env = self._environments.resolve(environment, actor, Role.WRITER)
         conv = Conversation(
             id=new_id("cnv_"),
@@ -144,7 +151,28 @@ class ExtractionService:
             metadata=new.metadata,
         )
         if not self.conversations.create_conversation(conv):  # created concurrently
-            return self.get_conversation(new.id or conv.id, actor, Role.WRITER)
+            existing = self.get_conversation(new.id or conv.id, actor, Role.WRITER)
+            return self._in(existing, environment, actor), False
+        return conv, True
+
+    def _in(self, conv: Conversation, environment: str | None, actor: Actor) -> Conversation:
+        """``conv``, if it is in the environment the caller names (none named: wherever it
+        is). A conversation id is the caller's across environments: an app that reuses
+        'session-1' in each of its tenants' environments must not add one tenant's messages to
+        another's conversation."""
+        if environment is None:
+            return conv
+        env = self._environments.resolve(environment, actor, Role.WRITER)
+        if env.id != conv.environment_id:
+            held = self._environments.resolve(conv.environment_id, actor)
+            raise Conflict(
+                f"conversation {conv.external_id or conv.id!r} is in environment "
+                f"{held.name!r}, not {env.name!r}: nothing added. A conversation id names one "
+                "of your conversations in any environment; give this one another id (e.g. "
+                f"'{env.name}:{conv.external_id or conv.id}'), or leave the environment out",
+                conversation_id=conv.external_id or conv.id,
+                environment=held.name,
+            )
         return conv
 
     def _scrubbed(
@@ -233,12 +261,13 @@ class ExtractionService:
             return self._run(
                 conv, ExtractionState(), messages, actor, dry_run=True, extractor=extractor
             ).model_copy(update=redactions)
-        conv = self.start(data.conversation, actor, environment)
+        conv, created = self._start(data.conversation, actor, environment)
         added, removed = self._append(conv, data.messages, per_message, actor)
         state = self.conversations.extraction_state(conv.id)
         messages = self.conversations.messages(conv.id)
         result = self._run(conv, state, messages, actor, False, extractor=extractor)
-        redactions = {"redactions": (found + removed).as_dict()}
+        # the conversation's own fields are stored once: when it is created
+        redactions = {"redactions": ((found if created else Redactions()) + removed).as_dict()}
         return result.model_copy(update={"messages_added": len(added), **redactions})
 
     def add_messages(
@@ -259,9 +288,9 @@ class ExtractionService:
             self._scrubber, NewConversation(id=conversation_id, source=source, title=title)
         )
         clean, per_message = self._scrubbed(messages)
-        conv = self.start(new, actor, environment)
+        conv, created = self._start(new, actor, environment)
         added, removed = self._append(conv, clean, per_message, actor)
-        redactions = {"redactions": (found + removed).as_dict()}
+        redactions = {"redactions": ((found if created else Redactions()) + removed).as_dict()}
         state = self.conversations.extraction_state(conv.id)
         assistant = self.conversations.count_messages(conv.id, Speaker.ASSISTANT.value)
         name = getattr(self.extractor, "name", "rules")
