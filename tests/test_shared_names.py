@@ -4,6 +4,7 @@ another user's environment of that name."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from engram import LOCAL, Engram, NewMemory
 from engram.accounts import Role
 from engram.actors import Actor
-from engram.errors import InvalidInput
+from engram.errors import InvalidInput, PermissionDenied
 from engram.models import MemoryFilter
 from tests.conftest import FakeClock
 from tests.test_capture_service import ev
@@ -74,3 +75,70 @@ def test_a_preview_names_the_own_project_environment_a_shared_one_does_not_stand
     preview = engram.imports.preview(engram.imports.read(csv), in_project)
     assert preview.new_environments == ["webapp"]
     assert engram.store.find_environment(alice.user_id, "webapp") is None
+
+
+def test_no_spelling_of_a_bare_name_writes_to_a_shared_one(
+    engram: Engram, world: tuple[Actor, Actor, str]
+) -> None:
+    """'/webapp' names no owner: a bare name, refused for a write as 'webapp' is (before, it
+    wrote to Bob's). A reader hears that they are one, not a way to name it that also fails."""
+    alice, bob, shared = world
+    with pytest.raises(InvalidInput, match="bob/webapp"):
+        engram.memories.add(NewMemory(content="typo-ish write"), alice, "/webapp")
+    rita = Actor(engram.accounts.create_user("rita", LOCAL).id, "api")
+    engram.environments.share(shared, rita.user_id, Role.READER, bob)
+    with pytest.raises(PermissionDenied, match="reader"):
+        engram.memories.add(NewMemory(content="x"), rita, "webapp")
+
+
+def test_an_import_column_may_name_a_shared_environment_as_owner_slash_name(
+    engram: Engram, world: tuple[Actor, Actor, str], tmp_path: Path
+) -> None:
+    """Before, 'bob/webapp' in an environment column was taken for a new environment of
+    Alice's: the preview listed it as new and the commit failed on the name."""
+    alice, _bob, shared = world
+    csv = tmp_path / "m.csv"
+    csv.write_text("content,environment\nA fact for Bob,bob/webapp\n")
+    bundle = engram.imports.read(csv)
+    assert engram.imports.preview(bundle, alice).new_environments == []
+    engram.imports.commit(bundle, alice)
+    assert _in(engram, shared) == ["A fact for Bob"]
+
+
+def test_mcp_stdio_on_a_bare_shared_name_reads_there_and_refuses_writes(
+    engram: Engram, world: tuple[Actor, Actor, str]
+) -> None:
+    """ENGRAM_ENV=webapp for `engram mcp`: before, the server bound Bob's id and every
+    `remember` landed in Bob's environment, which the CLI and REST refuse."""
+    from engram.mcp.stdio import choose_environment
+
+    alice, _bob, shared = world
+    _, bound = choose_environment(engram, alice, "webapp", None)
+    assert engram.environments.resolve(bound, alice).id == shared  # reads there
+    with pytest.raises(InvalidInput, match="bob/webapp"):
+        engram.memories.add(NewMemory(content="Alice private"), alice, bound)
+    _, named = choose_environment(engram, alice, "bob/webapp", None)
+    assert named == shared
+
+
+def test_cli_env_use_keeps_owner_slash_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, `engram env use bob/webapp` kept 'webapp': every later `engram add` was
+    refused ('name it bob/webapp'), and with an own 'webapp' it silently chose that one."""
+    from engram.cli import main
+    from engram.config import Settings
+
+    home = tmp_path / "h"
+    assert main(["--home", str(home), "init"]) == 0
+    engram = Engram.open(Settings.load(home))
+    try:
+        bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
+        env = engram.environments.create("webapp", bob)
+        engram.environments.share(env.id, LOCAL.user_id, Role.WRITER, bob)
+    finally:
+        engram.close()
+    assert main(["--home", str(home), "env", "use", "bob/webapp"]) == 0
+    assert "now using bob/webapp" in capsys.readouterr().out
+    assert main(["--home", str(home), "add", "A fact for Bob's webapp", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["environment_id"] == env.id

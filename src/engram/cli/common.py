@@ -32,9 +32,9 @@ JsonOption = typer.Option("--json", help="Print JSON instead of a table.")
 EnvOption = typer.Option(
     "--env",
     "-e",
-    help="Environment name or id (default: ENGRAM_ENV, then the project of the working "
-    "directory — its .engram.toml, else its git root — then the one chosen with 'env use', "
-    "then 'default').",
+    help="Environment name or id; one shared with you as OWNER/NAME or its id to write to it "
+    "(default: ENGRAM_ENV, then the project of the working directory — its .engram.toml, else "
+    "its git root — then the one chosen with 'env use', then 'default').",
 )
 
 
@@ -94,12 +94,17 @@ def service(ctx: typer.Context, *, init: bool = False) -> Iterator[tuple[Engram,
         yield engram, st
     finally:
         engram.close()
-    if fresh:  # a typo in --home or ENGRAM_HOME must not look like an empty memory (after
-        # what the command printed; an error stays one line)
-        err_console.print(
-            f"note: a new, empty Engram home at {st.settings.home} (another one is chosen "
-            "with --home or ENGRAM_HOME)"
-        )
+    note = (
+        f"note: a new, empty Engram home at {st.settings.home} (another one is chosen with "
+        "--home or ENGRAM_HOME)"
+    )
+    if fresh and note not in NOTES:  # a typo in --home must not pass for an empty memory
+        NOTES.append(note)
+
+
+NOTES: list[str] = []
+"""Said on stderr once the command has succeeded (by ``main``: after an error, the error
+alone, on one line)."""
 
 
 def _new_home(settings: Settings) -> bool:

@@ -58,8 +58,10 @@ def use(
     """Make an environment the current one for later commands."""
     with service(ctx) as (engram, st):
         env = engram.environments.resolve(name, st.actor)
-    st.set_current_environment(env.name)
-    console.print(f"now using [bold]{env.name}[/bold]")
+        # as the user names it to write there: its name, or owner/name of a shared one
+        label = engram.environments.label(env, st.actor)
+    st.set_current_environment(label)
+    console.print(f"now using [bold]{label}[/bold]")
     if st.actor.project or st.env_override:
         console.print(
             f"note: here commands use {st.choice.describe()}; 'env use' applies where "

@@ -17,6 +17,7 @@ from engram.actors import LOCAL_USER, Actor
 from engram.mcp.binding import INTERFACE, Binding
 from engram.mcp.server import build_server
 from engram.service import Engram
+from engram.service.environments import is_bare
 
 log = logging.getLogger("engram.mcp")
 
@@ -36,7 +37,11 @@ def choose_environment(
     else the project's (created on first use), else the default."""
     actor = replace(actor, project=project)
     env = engram.environments.resolve(explicit, actor)
-    # its id: 'owner/name' or a name that may later mean another environment stays this one
+    if explicit and env.owner != actor.user_id and is_bare(explicit):
+        # someone else's, by a bare name: kept as given, so its writes are refused, as the
+        # CLI's and REST's are, with the way to name it
+        return actor, explicit
+    # else its id: a name that may later mean another environment stays this one
     return actor, env.id
 
 

@@ -138,21 +138,16 @@ class EnvironmentService:
         name is not found)."""
         if isinstance(ref, Environment):
             env, role = ref, self.role_of(ref, actor)
+            self.check(env, role, need, actor, scope)
         else:
             env, role = self._lookup(ref, actor, shared=shared)
-            if (
-                need is not Role.READER
-                and env.owner != actor.user_id
-                and ref
-                and not ref.startswith("env_")
-                and "/" not in ref
-            ):
+            self.check(env, role, need, actor, scope)  # a reader hears that they are one
+            if need is not Role.READER and env.owner != actor.user_id and is_bare(ref):
                 raise InvalidInput(
                     f"environment {ref!r} is {self._owner_name(env)}'s, shared with you: to "
                     f"write to it, name it '{self._owner_name(env)}/{env.name}' or {env.id}",
                     environment=ref,
                 )
-        self.check(env, role, need, actor, scope)
         return env
 
     def project_to_create(self, ref: str | None, actor: Actor) -> str | None:
@@ -248,6 +243,11 @@ class EnvironmentService:
             and env.name == name
         ]
         return ([own] if own is not None else []) + shared
+
+    def label(self, env: Environment, actor: Actor) -> str:
+        """How ``actor`` names ``env`` to write to it: its name when it is theirs, else
+        ``owner/name``."""
+        return env.name if env.owner == actor.user_id else f"{self._owner_name(env)}/{env.name}"
 
     def _owner_name(self, env: Environment) -> str:
         user = self._store.accounts.get_user(env.owner)
@@ -346,3 +346,12 @@ class EnvironmentService:
 def validation_message(exc: ValidationError) -> str:
     """One line naming each invalid field."""
     return "; ".join(validation_lines(exc.errors()))
+
+
+def is_bare(ref: str | None) -> bool:
+    """Whether ``ref`` is a bare environment name: neither an id nor ``owner/name`` (an empty
+    owner, as in ``/webapp``, names no one)."""
+    if not ref or ref.startswith("env_"):
+        return False
+    owner, slash, _ = ref.partition("/")
+    return not (slash and owner.strip())

@@ -38,7 +38,7 @@ from engram.portability.report import (
     SourceCounts,
 )
 from engram.scrub import Redactions, Scrubber, scrub_value
-from engram.service.environments import EnvironmentService
+from engram.service.environments import EnvironmentService, is_bare
 from engram.service.lifecycle import LifecycleService
 from engram.store import Store
 from engram.store.conversations import ConversationStore
@@ -191,6 +191,9 @@ class ImportService:
         names |= {c.environment for c in bundle.conversations if c.environment}
         names |= {m.environment for m in bundle.memories if m.environment}
         for name in sorted(n for n in names if n):
+            if not is_bare(name):  # owner/name or an id: that one, which must exist
+                out[name] = self._envs.resolve(name, actor, Role.WRITER)
+                continue
             try:  # the actor's own (created when missing), never one shared by that name
                 out[name] = self._envs.resolve(name, actor, Role.WRITER, shared=False)
             except NotFound:

@@ -25,7 +25,8 @@ EnvQuery = Annotated[
     str | None,
     Query(
         max_length=MAX_ENVIRONMENT_REF_CHARS,
-        description="Environment name or id (default: your default environment)",
+        description="Environment name or id (default: your default environment); one shared "
+        "with you by 'owner/name' or its id to write to it",
     ),
 ]
 Reason = Annotated[

@@ -35,7 +35,10 @@ DESTRUCTIVE = ToolAnnotations(
 
 Environment = Annotated[
     EnvironmentRef | None,
-    Field(description="Environment (project) name or id; omit for this session's environment."),
+    Field(
+        description="Environment (project) name or id ('owner/name' to write to one shared "
+        "with you); omit for this session's environment."
+    ),
 ]
 MemoryId = Annotated[str, Field(description="A memory id, e.g. 'mem_…', from recall/list_recent.")]
 

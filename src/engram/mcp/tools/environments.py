@@ -23,10 +23,12 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     @tool(server, "List environments", READ)
     def list_environments() -> Environments:
         """The environments (projects) you can use: your own, then those shared with you."""
-        return Environments(
-            environments=b.engram.environments.list(b.current_actor()),
-            session_default=b.environment,
-        )
+        actor = b.current_actor()
+        default = b.environment
+        if default is not None:  # kept by id: shown as the caller names it
+            envs = b.engram.environments
+            default = envs.label(envs.resolve(default, actor), actor)
+        return Environments(environments=b.engram.environments.list(actor), session_default=default)
 
     @tool(server, "Create an environment", WRITE)
     def create_environment(
