@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from engram.cli.common import console, make_state, service
+from engram.cli.common import NOTES, console, make_state, service
 from engram.config import DEFAULT_PORT
 from engram.errors import EngramError, InvalidInput, NotFound
 from engram.service.environments import validation_message
@@ -176,6 +176,7 @@ _EXIT = {InvalidInput: 2, NotFound: 3}
 
 
 def main(argv: list[str] | None = None) -> int:
+    NOTES.clear()
     try:
         # without standalone mode click returns a typer.Exit's code instead of raising it
         app = build_app(command_of(sys.argv[1:] if argv is None else argv))
@@ -208,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
             if callable(exc_show):
                 exc_show()
         return int(getattr(exc, "exit_code", 2))
-    return code if isinstance(code, int) else 0
+    code = code if isinstance(code, int) else 0
+    if code == 0:
+        for note in NOTES:
+            typer.echo(note, err=True)
+    return code
 
 
 if __name__ == "__main__":
