@@ -355,3 +355,32 @@ def test_another_user_cannot_list_read_or_claim_unless_addressed(
     (auto,) = [h for h in engram.handoffs.list(bob) if h.automatic]
     assert auto.owner == bob.user_id
     assert auto.id not in {h.id for h in engram.handoffs.list(alice)}
+
+
+def test_a_handoff_left_for_a_teammate_is_theirs_alone(engram: Engram, clock: FakeClock) -> None:
+    """Walkthrough 34: Alice's own next session in the project took the handoff she left for
+    Bob ('accepted for this session', by her), so Bob never got it; Bob kept listing,
+    reading and accepting handoffs of a project after he was removed from it; and a handoff
+    could be left for someone who cannot open the project."""
+    alice = Actor(engram.accounts.create_user("alice", LOCAL).id, "api")
+    bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
+    engram.accounts.create_user("carol", LOCAL)
+    env = engram.environments.create("shop", alice)
+    engram.environments.share(env.id, bob.user_id, Role.WRITER, alice)
+    for_bob = engram.handoffs.begin("Roadmap for Bob", alice, environment=env.id, for_user="bob")
+    block = start(engram, clock, "a-1", actor=alice, agent="claude", project=env.id)
+    assert for_bob.id not in block
+    with pytest.raises(PermissionDenied, match="is for bob: only they may accept it"):
+        engram.handoffs.accept(for_bob.id, alice)
+    with pytest.raises(InvalidInput, match="carol has no access to environment 'shop'"):
+        engram.handoffs.begin("For Carol", alice, environment=env.id, for_user="carol")
+    assert engram.handoffs.get(for_bob.id, alice).state is HandoffState.OPEN
+    engram.environments.unshare(env.id, bob.user_id, alice)
+    assert engram.handoffs.list(bob) == []
+    with pytest.raises(NotFound):
+        engram.handoffs.get(for_bob.id, bob)
+    with pytest.raises(NotFound):
+        engram.handoffs.accept(for_bob.id, bob)
+    engram.environments.share(env.id, bob.user_id, Role.WRITER, alice)  # back in the team
+    block = start(engram, clock, "b-1", actor=bob, agent="codex", project=env.id)
+    assert for_bob.id in block

@@ -142,6 +142,14 @@ class HandoffService:
         if len(cwd) > 4096:
             raise InvalidInput("cwd: at most 4096 characters", field="cwd")
         addressee = self._user_id(for_user)
+        if addressee not in (None, actor.user_id):
+            other = Actor(addressee, actor.interface)
+            if self._envs.visible(env.id, other) is None:
+                raise InvalidInput(
+                    f"for_user: {self._user_name(addressee)} has no access to environment "
+                    f"{env.name!r}: share it with them first",
+                    field="for_user",
+                )
         now = self._clock()
         handoff = Handoff(
             id=new_id("hof_"),
@@ -183,8 +191,15 @@ class HandoffService:
         except ValueError as exc:
             allowed = ", ".join(s.value for s in HandoffState)
             raise InvalidInput(f"state must be one of {allowed}", field="state") from exc
-        env_ids = [] if environment is None else [self._envs.resolve(environment, actor).id]
+        # in the environments the actor can see now (a member removed keeps nothing there)
+        env_ids = (
+            sorted(self._envs.roles(actor))
+            if environment is None
+            else [self._envs.resolve(environment, actor).id]
+        )
         self._expire_stale()
+        if not env_ids:
+            return []
         return self._store.handoffs.find(
             visible_to=actor.user_id, environment_ids=env_ids, states=wanted, limit=limit
         )
@@ -206,7 +221,13 @@ class HandoffService:
         naming who accepted it and when."""
         require_scope(actor, Scope.WRITE)
         self._expire_stale()
-        self._visible(actor, handoff_id)
+        handoff = self._visible(actor, handoff_id)
+        if handoff.for_user not in (None, actor.user_id):
+            raise PermissionDenied(
+                f"handoff {handoff_id} is for {self._user_name(handoff.for_user)}: only they "
+                "may accept it (cancel it to take it back)",
+                handoff=handoff_id,
+            )
         who = _name("agent", agent)
         claim = Claim(actor.user_id, self._clock(), who, _name("session", session))
         accepted = self._store.handoffs.accept(handoff_id, claim)
@@ -296,7 +317,11 @@ class HandoffService:
             limit=50,
         )
         mine = [
-            h for h in open_ if h.for_agent in (None, _agent(agent)) and h.source_session != session
+            h
+            for h in open_
+            if h.for_agent in (None, _agent(agent))
+            and h.for_user in (None, actor.user_id)  # one left for a teammate is theirs
+            and h.source_session != session
         ]
         automatic = [h for h in mine if h.automatic and h.cwd == cwd]
         if automatic:  # the newest wins: the older ones from this directory expire
@@ -328,7 +353,12 @@ class HandoffService:
     # -- helpers -------------------------------------------------------------------------------
     def _visible(self, actor: Actor, handoff_id: str) -> Handoff:
         handoff = self._store.handoffs.get(handoff_id) if handoff_id.startswith("hof_") else None
-        if handoff is None or actor.user_id not in (handoff.owner, handoff.for_user):
+        if (
+            handoff is None
+            or actor.user_id not in (handoff.owner, handoff.for_user)
+            # and in an environment they can see now: a member removed keeps nothing there
+            or self._envs.visible(handoff.environment_id, actor) is None
+        ):
             raise NotFound(f"handoff {handoff_id!r} does not exist", handoff=handoff_id)
         return handoff
 
