@@ -222,7 +222,8 @@ def test_an_account_archive_holds_only_the_handoffs_that_account_may_read(
 ) -> None:
     """In an environment shared with Alice, Bob's handoff to himself is not hers to read (the
     handoff list does not show it to her): her --account archive leaves it out, and keeps
-    her own and the one Bob left for her."""
+    her own and the one Bob left for her; its audit log is hers alone (walkthrough 34: it held
+    Bob's sharing and his writes in the shared environment)."""
     from engram.accounts import Role
     from engram.actors import Actor
 
@@ -238,6 +239,12 @@ def test_an_account_archive_holds_only_the_handoffs_that_account_may_read(
     assert sorted(r["summary"] for r in rows) == ["Alice's own", "For Alice"]
     whole = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL)))
     assert len(whole.read("handoffs.jsonl").splitlines()) == 3
+    # nor what Bob did there: her audit entries only, as her own audit log shows them
+    engram.memories.add(NewMemory(content="Bob's note"), bob, shared.id)
+    engram.memories.add(NewMemory(content="Alice's note"), alice, "bob/webapp")
+    data = zipfile.ZipFile(io.BytesIO(engram.archive.export(LOCAL, account=alice.user_id)))
+    audit = [json.loads(line) for line in data.read("audit.jsonl").splitlines()]
+    assert audit and {a["user_id"] for a in audit} == {alice.user_id}
 
 
 def test_an_account_archive_names_the_account_by_id_or_name(engram: Engram, tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ class ArchiveService:
         self, *, account: str | None = None, vectors: bool = False
     ) -> list[archive.Collection]:
         """Every collection of the home (or of one account: the environments they own or are a
-        member of, their Soul and their audit entries)."""
+        member of, their Soul, the handoffs they may read and their own audit entries)."""
         s = self._store
         envs = s.list_environments()
         if account is not None:
@@ -108,8 +108,10 @@ class ArchiveService:
                 "audit",
                 (
                     _json(a)
+                    # an account's: what it did (as its own audit log shows it), never what
+                    # others did in an environment shared with it
                     for a in _audit(s)
-                    if account is None or a.user_id == account or a.environment_id in env_ids
+                    if account is None or a.user_id == account
                 ),
             ),
             archive.collection(
