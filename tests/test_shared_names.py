@@ -142,3 +142,62 @@ def test_cli_env_use_keeps_owner_slash_name(
     assert "now using bob/webapp" in capsys.readouterr().out
     assert main(["--home", str(home), "add", "A fact for Bob's webapp", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["environment_id"] == env.id
+
+
+def test_a_team_project_is_named_owner_slash_name(
+    engram: Engram, world: tuple[Actor, Actor, str], clock: FakeClock
+) -> None:
+    """A team's repository pins the shared environment (.engram.toml name = "bob/webapp",
+    sent as the project): hooks, MCP and REST in it work there, and a project naming
+    someone else's environment that does not exist is not created (walkthrough 34: the name
+    the errors recommend was refused as a project)."""
+    from engram.errors import NotFound
+
+    alice, _bob, shared = world
+    team = Actor(alice.user_id, "api", project="bob/webapp")
+    engram.capture.ingest([ev("prompt", clock, project="bob/webapp")], alice)
+    (session,) = engram.capture.list_sessions(alice, "bob/webapp")
+    assert session.environment_id == shared
+    engram.memories.add(NewMemory(content="Team decision"), team)
+    assert "Team decision" in _in(engram, shared)
+    assert engram.store.find_environment(alice.user_id, "webapp") is None
+    with pytest.raises(NotFound):
+        engram.memories.add(NewMemory(content="x"), Actor(alice.user_id, "api", project="bob/x"))
+    assert engram.environments.project_to_create(None, team) is None
+
+
+def test_the_project_header_takes_owner_slash_name(
+    engram: Engram, world: tuple[Actor, Actor, str]
+) -> None:
+    import httpx
+
+    from engram.accounts import Scope
+    from engram.api import ServerSettings, create_app
+    from engram.capture.which import PROJECT_HEADER
+    from tests.live_server import running
+
+    alice, _bob, shared = world
+    token = engram.accounts.issue_key(
+        LOCAL, "alice", [Scope.READ, Scope.WRITE], user_id=alice.user_id
+    ).token
+    auth = {"Authorization": f"Bearer {token}", PROJECT_HEADER: "bob/webapp"}
+    with running(lambda port: create_app(engram, ServerSettings(port=port))) as url:
+        made = httpx.post(f"{url}/api/v1/facts", headers=auth, json={"content": "Via REST"})
+        assert made.status_code in (200, 201), made.text
+        assert made.json()["environment_id"] == shared
+        bad = httpx.get(f"{url}/api/v1/facts", headers={**auth, PROJECT_HEADER: "a b/webapp"})
+        assert bad.status_code == 422
+
+
+def test_a_session_in_an_own_project_shadowing_a_shared_one_is_told(
+    engram: Engram, world: tuple[Actor, Actor, str], clock: FakeClock
+) -> None:
+    """Alice's repository is named webapp, as Bob's shared environment is: her sessions work
+    in her own webapp (never Bob's by a bare name), and their brief says so, with the line
+    that would put them in the team's (walkthrough 34: the team's memory split unnoticed)."""
+    alice, _bob, _shared = world
+    _, block = engram.capture.session_start([ev("session_start", clock, project="webapp")], alice)
+    assert "bob/webapp is shared with you under that name" in block
+    assert '[environment] name = "bob/webapp"' in block
+    team = [ev("session_start", clock, session="s-2", project="bob/webapp")]
+    assert "shared with you under that name" not in engram.capture.session_start(team, alice)[1]

@@ -37,14 +37,16 @@ from engram.api.deps import authenticate, bearer_token
 from engram.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from engram.api.observability import LOG_LEVEL
 from engram.api.routers.capture import EventsIn
-from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
+from engram.capture.which import PROJECT_HEADER, PROJECT_MAX_CHARS, PROJECT_PATTERN
 from engram.config import ServerSettings
 from engram.limits import MAX_BODY_BYTES
 from engram.service import Engram
 from engram.service.capture import IngestResult
 
 EVENTS_PATH = "/api/v1/capture/events"
-_PROJECT = TypeAdapter(Annotated[str, StringConstraints(max_length=64, pattern=PROJECT_PATTERN)])
+_PROJECT = TypeAdapter(
+    Annotated[str, StringConstraints(max_length=PROJECT_MAX_CHARS, pattern=PROJECT_PATTERN)]
+)
 _PROJECT_KEY = PROJECT_HEADER.lower().encode("latin-1")
 _IDEMPOTENCY_KEY = IDEMPOTENCY_HEADER.lower().encode("latin-1")
 

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
 from engram.actors import LOCAL_USER, Actor
-from engram.capture.which import PROJECT_HEADER, PROJECT_PATTERN
+from engram.capture.which import PROJECT_HEADER, PROJECT_MAX_CHARS, PROJECT_PATTERN
 from engram.config import ServerSettings
 from engram.errors import Unauthenticated
 from engram.service import Engram
@@ -45,7 +45,7 @@ ProjectHeader = Annotated[
     str | None,
     Header(
         alias=PROJECT_HEADER,
-        max_length=64,
+        max_length=PROJECT_MAX_CHARS,
         pattern=PROJECT_PATTERN,
         description=PROJECT_DESCRIPTION,
     ),

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 PROJECT_HEADER = "X-Engram-Project"
 """The HTTP header a client sends to say which project it works in (REST and ``/mcp``)."""
-PROJECT_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
-"""What the header may hold: an environment name (or an ``env_…`` id)."""
+PROJECT_PATTERN = r"^(?:[^\s/]{1,64}/)?[a-z0-9][a-z0-9_.-]{0,63}$"
+"""What the header may hold: an environment name (or an ``env_…`` id), or ``owner/name`` for
+an environment shared with the caller (a team's project: never created, it must exist)."""
+PROJECT_MAX_CHARS = 129
 
 OPTION, VARIABLE, REPO_FILE, GIT, DEFAULT = "option", "ENGRAM_ENV", ".engram.toml", "git", "default"
 

@@ -133,7 +133,10 @@ class WithProject:
             return
         value = raw.decode("latin-1").strip()
         if not _PROJECT_RE.match(value):
-            problem = f"{PROJECT_HEADER} must be an environment name (a-z, 0-9, '_.-', 64 at most)"
+            problem = (
+                f"{PROJECT_HEADER} must be an environment name (a-z, 0-9, '_.-', 64 at most), "
+                "its id, or owner/name for one shared with you"
+            )
             await JSONResponse({"detail": problem}, status_code=400)(scope, receive, send)
             return
         reset = request_project.set(value)

@@ -57,7 +57,7 @@ from engram.service.capture_batch import (
     prepare_events,
     result_of,
 )
-from engram.service.environments import EnvironmentService, require_scope
+from engram.service.environments import EnvironmentService, is_bare, require_scope
 from engram.service.handoffs import HandoffService
 from engram.service.memories import MemoryService
 from engram.store import Store
@@ -129,6 +129,8 @@ class CaptureService:
             env = self._envs.resolve(explicit, actor, Role.WRITER)
         elif project is None:
             env = self._envs.resolve(None, actor, Role.WRITER)
+        elif not is_bare(project):  # an id, or owner/name (a team's project): it must exist
+            env = self._envs.resolve(project, actor, Role.WRITER)
         else:
             # a project is the actor's own environment: never one shared with them by name
             try:
@@ -485,10 +487,25 @@ class CaptureService:
             handoff = self._handoffs.deliver(
                 start.environment_id, start.session, start.agent, cwd, actor
             )
+        note = self._shadow_note(start.environment_id, actor)
+        lead = "\n\n".join(x for x in (note, handoff) if x)
         block = self.briefing.block(
-            start.environment_id, start.session, max_tokens, actor, lead=handoff
+            start.environment_id, start.session, max_tokens, actor, lead=lead
         )
         return result_of(pending, set(stored)), block
+
+    def _shadow_note(self, env_id: str, actor: Actor) -> str:
+        """When the session works in the actor's own environment and a teammate shares one of
+        the same name, say so: their sessions would otherwise work apart from the team's."""
+        shared = self._envs.shadowed(env_id, actor)
+        if not shared:
+            return ""
+        name = shared[0].rpartition("/")[2]
+        return (
+            f"Note: this session works in your own environment {name!r}; {', '.join(shared)} "
+            "is shared with you under that name. To work in it from this repository, set "
+            f'[environment] name = "{shared[0]}" in .engram.toml.'
+        )
 
     def prompt_recall(
         self,

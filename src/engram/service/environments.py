@@ -155,7 +155,7 @@ class EnvironmentService:
         on first use (None: ``ref`` names an environment, or the project's exists), so that a
         preview can say so without creating it."""
         project = actor.project
-        if ref or not project or project.startswith("env_") or not actor.can(Scope.WRITE):
+        if ref or not project or not is_bare(project) or not actor.can(Scope.WRITE):
             return None
         try:
             self._find(project, actor, shared=False)
@@ -190,10 +190,12 @@ class EnvironmentService:
     def _project(self, actor: Actor) -> Environment:
         """The environment of the project the actor works in, created on first use."""
         ref = actor.project or ""
+        if not is_bare(ref):  # an id, or owner/name (a team's project): that one, never made
+            return self._find(ref, actor)
         try:
             return self._find(ref, actor, shared=False)
         except NotFound:
-            if ref.startswith("env_") or not actor.can(Scope.WRITE):
+            if not actor.can(Scope.WRITE):
                 raise
         try:
             return self.create(ref, actor, f"The project {ref}")
@@ -243,6 +245,14 @@ class EnvironmentService:
             and env.name == name
         ]
         return ([own] if own is not None else []) + shared
+
+    def shadowed(self, env_id: str, actor: Actor) -> builtins.list[str]:
+        """The environments shared with ``actor`` under the name of their own ``env_id``, as
+        ``owner/name`` (a teammate's project this one may have been meant to be)."""
+        env = self._store.get_environment(env_id)
+        if env is None or env.owner != actor.user_id:
+            return []
+        return [self.label(e, actor) for e in self._visible_named(env.name, actor) if e != env]
 
     def label(self, env: Environment, actor: Actor) -> str:
         """How ``actor`` names ``env`` to write to it: its name when it is theirs, else
