@@ -315,3 +315,34 @@ def test_decay_never_flags_a_memory_that_was_used(engram: Engram, clock: FakeClo
     why = report.flagged[0].reason
     assert "never read" in why and "0 reads" in why and "importance 0.05" in why
     assert engram.memories.get(used.id, LOCAL).status is Status.ACTIVE
+
+
+def test_a_fact_said_before_the_one_it_contradicts_never_retires_it(engram: Engram) -> None:
+    """A late delivery (an older session extracted last, an older export imported after a
+    newer one) said 'Jo lives in Berlin' on 1 November; 'Jo lives in Lisbon' was said on 21
+    November and is stored. Before, the older statement superseded the newer one and context
+    answered Berlin. Now it is stored as history (outdated, superseded by the newer fact),
+    which stays active; a newer one still supersedes."""
+    from datetime import UTC, datetime
+
+    newer = engram.lifecycle.remember(
+        NewMemory(content="Jo lives in Lisbon", created_at=datetime(2026, 11, 21, tzinfo=UTC)),
+        LOCAL,
+    )
+    older = engram.lifecycle.remember(
+        NewMemory(content="Jo lives in Berlin", created_at=datetime(2026, 11, 1, tzinfo=UTC)),
+        LOCAL,
+    )
+    assert older.action is WriteAction.OUTDATED
+    assert older.memory.status is Status.SUPERSEDED
+    assert older.memory.superseded_by == newer.memory.id
+    assert f"said before {newer.memory.id}" in older.reason
+    (kept,) = engram.store.get([newer.memory.id])
+    assert kept.status is Status.ACTIVE and kept.superseded_by is None
+    history = engram.memories.history(older.memory.id, LOCAL)
+    assert [v.action.value for v in history] == ["create"]
+    latest = engram.lifecycle.remember(
+        NewMemory(content="Jo lives in Porto", created_at=datetime(2026, 11, 30, tzinfo=UTC)),
+        LOCAL,
+    )
+    assert latest.action is WriteAction.SUPERSEDED and latest.superseded == newer.memory.id

@@ -128,6 +128,10 @@ def add(
             f"stored {kind} [bold]{out.memory.id}[/bold], superseding {out.superseded} "
             f"({out.reason})"
         )
+    elif out.action is WriteAction.OUTDATED:
+        console.print(
+            f"stored {kind} [bold]{out.memory.id}[/bold] as history: {escape(out.reason)}"
+        )
     elif out.action is WriteAction.QUEUED:
         console.print(
             f"stored {kind} [bold]{out.memory.id}[/bold]; queued for review as {out.review_id} "

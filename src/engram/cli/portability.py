@@ -273,6 +273,7 @@ def _print_report(r: ImportReport) -> None:
         f"imported {', '.join(r.formats)} into {r.environment}: {r.conversations} conversations "
         f"({r.messages_added} new messages), memories: {r.memories_created} created, "
         f"{r.memories_merged} merged, {r.memories_superseded} superseding, "
+        f"{r.memories_outdated} outdated, "
         f"{r.memories_queued} queued for review; {r.already_imported} already imported, "
         f"{r.skipped_total} skipped"
     )

@@ -18,7 +18,7 @@ class ConversationInput(InputModel):
 
 class ProposalOutcome(BaseModel):
     """What happened to one proposal when stored: 'created', 'merged', 'superseded',
-    'queued' (the lifecycle's word for it) and the memory that now holds it."""
+    'outdated', 'queued' (the lifecycle's word for it) and the memory that now holds it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -26,7 +26,9 @@ class ProposalOutcome(BaseModel):
     action: str
     memory_id: str | None = None
     related_id: str | None = Field(
-        default=None, description="the memory it was merged into or superseded, if any"
+        default=None,
+        description="the memory it was merged into or superseded, or (outdated) the newer "
+        "fact that supersedes it, if any",
     )
 
 

@@ -15,6 +15,8 @@ class WriteAction(StrEnum):
     CREATED = "created"
     MERGED = "merged"
     SUPERSEDED = "superseded"
+    OUTDATED = "outdated"
+    """Said before the stored fact it contradicts: kept in the history, superseded by it."""
     QUEUED = "queued"
 
 
@@ -67,8 +69,10 @@ class WriteSummary(_Frozen):
     action: WriteAction = Field(
         description="created: stored as a new memory; merged: a duplicate, absorbed by the "
         "existing fact `absorbed_into` (the new wording kept as `merged_record`); superseded: "
-        "stored, and the older fact `superseded` retired; queued: stored, and the pair sent to "
-        "the review queue (`review_id`)."
+        "stored, and the older fact `superseded` retired; outdated: said before the stored "
+        "fact it contradicts, so stored already superseded by it (the memory's "
+        "`superseded_by`), which stays active; queued: stored, and the pair sent to the review "
+        "queue (`review_id`)."
     )
     absorbed_into: str | None = None
     merged_record: str | None = None

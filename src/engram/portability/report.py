@@ -61,6 +61,9 @@ class ImportReport(_Frozen):
     memories_created: int = Field(0, description="new memories (imported or extracted)")
     memories_merged: int = Field(0, description="merged into a memory already stored")
     memories_superseded: int = 0
+    memories_outdated: int = Field(
+        0, description="said before a stored fact that replaces them: kept as its history"
+    )
     memories_queued: int = Field(0, description="stored and queued for review")
     already_imported: int = Field(0, description="items an earlier import already brought")
     environments_created: list[str] = Field(default_factory=list)

@@ -426,5 +426,5 @@ def _outcome(index: int, decision: WriteOutcome) -> ProposalOutcome:
         proposal=index,
         action=decision.action.value,
         memory_id=decision.memory.id,
-        related_id=decision.absorbed_into or decision.superseded,
+        related_id=decision.absorbed_into or decision.superseded or decision.memory.superseded_by,
     )

@@ -269,6 +269,7 @@ class ImportService:
             memories_created=counts["memories_created"],
             memories_merged=counts["memories_merged"],
             memories_superseded=counts["memories_superseded"],
+            memories_outdated=counts["memories_outdated"],
             memories_queued=counts["memories_queued"],
             already_imported=counts["already_imported"],
             environments_created=tally.created_envs,

@@ -176,6 +176,25 @@ class WritePath:
                 reason=decision.reason,
                 redactions=redactions,
             )
+        if (
+            decision.move is Move.SUPERSEDE
+            and target is not None
+            and memory.created_at < target.created_at
+        ):
+            # said before the fact it contradicts (a late delivery, an older export): history,
+            # never a retirement of what was said since
+            memory = memory.model_copy(
+                update={"status": Status.SUPERSEDED, "superseded_by": target.id}
+            )
+            why = f"said before {target.id}, which replaces it ({decision.reason})"
+            batch.add([changes.record(memory, Action.CREATE, actor, why)])
+            batch.embedded.append((memory, row))
+            return WriteOutcome(
+                action=WriteAction.OUTDATED,
+                memory=memory,
+                reason=f"said before {target.id}, which replaces it ({decision.reason})",
+                redactions=redactions,
+            )
         if decision.move is Move.SUPERSEDE and target is not None:
             memory = memory.model_copy(update={"supersedes": target.id})
             why = f"supersedes {target.id} ({decision.reason})"
