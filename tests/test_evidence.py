@@ -86,6 +86,33 @@ def test_extracted_fact_is_dated_by_its_message_and_resolves_relative_dates(
     assert sum(t.duplicates for t in ctx.tiers) >= 1
 
 
+def test_an_episode_dates_each_sentence_by_its_own_message(engram: Engram) -> None:
+    """A session over two days: 'yesterday', said on 3 November, is 2 November in the
+    episode too. Before, the episode resolved it against its last message (4 November):
+    'Yesterday (3 November 2026)', a day off, while the fact from it said 2 November."""
+    day3, day4 = datetime(2026, 11, 3, 9, tzinfo=UTC), datetime(2026, 11, 4, 9, tzinfo=UTC)
+    turns = [
+        (Speaker.USER, "Yesterday I ran the Porto marathon in under four hours.", day3),
+        (Speaker.ASSISTANT, "Congratulations on finishing the Porto marathon so fast!", day3),
+        (Speaker.USER, "My legs still hurt after the marathon in Porto, honestly.", day4),
+        (Speaker.ASSISTANT, "Rest well and stretch your legs after the marathon.", day4),
+    ]
+    messages = [
+        NewMessage(role=r, content=t, created_at=at, author="carol" if r is Speaker.USER else None)
+        for r, t, at in turns
+    ]
+    engram.extraction.extract(
+        ConversationInput(conversation=NewConversation(id="run"), messages=messages), LOCAL
+    )
+    episodes = [
+        m
+        for m in engram.memories.list_memories(LOCAL, limit=50).items
+        if m.layer is Layer.EPISODE and m.category == "episode"
+    ]
+    assert episodes and all("Yesterday (2 November 2026)" in e.content for e in episodes)
+    assert not any("3 November" in e.content for e in episodes)
+
+
 def test_a_dry_run_and_the_result_show_the_text_that_is_stored(engram: Engram) -> None:
     """A proposal carries the absolute date its stored memory gets, in a dry run and in the
     real run's result (walkthrough 32, finding 8)."""

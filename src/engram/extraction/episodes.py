@@ -8,6 +8,7 @@ import re
 from collections import Counter
 
 from engram.extraction.conversation import Speaker, Transcript
+from engram.extraction.dates import annotate
 from engram.extraction.proposals import Proposal
 from engram.extraction.sentences import Sentence, list_item
 from engram.limits import MAX_NAME_CHARS
@@ -111,8 +112,12 @@ def episode_proposal(
     start = min(times) if times else conv.started_at
     end = max(times) if times else None
     head = conv.title or f"Conversation between {', '.join(participants)}"
-    # each sentence ends as one, so that nothing reads on into the next speaker's
-    body = " ".join(f"{s.message.speaker}: {_ended(s.text)}" for s in top)
+    # each sentence ends as one, so that nothing reads on into the next speaker's; its
+    # relative dates resolved by the day its own message was said ("yesterday" in a message
+    # of 3 November is 2 November, whatever the last message's day)
+    body = " ".join(
+        f"{s.message.speaker}: {annotate(_ended(s.text), s.message.created_at)}" for s in top
+    )
     questions = [_item(q.text) for q in open_questions(items)][:10]
     sources = list(dict.fromkeys(s.message.id for s in top))
     return Proposal(
