@@ -81,6 +81,24 @@ def test_async_client(live: Live) -> None:
     asyncio.run(main())
 
 
+def test_ids_in_a_path_are_escaped_or_refused_by_name(live: Live) -> None:
+    """Walkthrough 34: add_messages('user:42/session:1', …) answered a bare 'Not Found' and
+    'x?y=1' a 'Method Not Allowed'. Now a '/' is refused before the request, naming the id,
+    and '?' reaches the server as itself: the server's own error names what is wrong."""
+    from engram.errors import InvalidInput
+    from engram.extraction.conversation import NewMessage, Speaker
+
+    hello = [NewMessage(role=Speaker.USER, content="hello")]
+    with Client(live.url, live.owner_token) as c:
+        with pytest.raises(InvalidInput, match="'user:42/session:1' cannot name"):
+            c.extraction.add_messages("user:42/session:1", hello)
+        with pytest.raises(InvalidInput, match="conversation_id"):
+            c.extraction.add_messages("x?y=1", hello)
+        with pytest.raises(NotFound, match="mem_a#b"):
+            c.facts.get("mem_a#b")
+        assert c.extraction.add_messages("user:42:session:1", hello).messages_added == 1
+
+
 def test_token_and_url_from_env_and_file(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENGRAM_URL", live.url)
     monkeypatch.setenv("ENGRAM_HOME", str(live.home))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -59,6 +60,18 @@ ERRORS: dict[str, type[EngramError]] = {
         StorageError,
     )
 }
+
+
+def seg(value: str) -> str:
+    """``value`` as one segment of a request's path: escaped (``?``, ``#``, ``%``, spaces
+    reach the server as the characters they are), and never a ``/``, which the server would
+    read as a path of its own (a bare ``Not Found``)."""
+    if "/" in value:
+        raise InvalidInput(
+            f"{value!r} cannot name something in a URL path (it holds '/'): use its id",
+            value=value,
+        )
+    return quote(value, safe="")
 
 
 @dataclass(frozen=True)
@@ -132,7 +145,7 @@ class LayerCalls:
         )
 
     def get(self, memory_id: str) -> Call[Memory]:
-        return Call("GET", f"{self.base}/{memory_id}", Memory)
+        return Call("GET", f"{self.base}/{seg(memory_id)}", Memory)
 
     def list(
         self,
@@ -164,7 +177,7 @@ class LayerCalls:
 
     def update(self, memory_id: str, patch: MemoryPatch, reason: str = "") -> Call[Memory]:
         return Call(
-            "PATCH", f"{self.base}/{memory_id}", Memory, _params(reason=reason), _json(patch)
+            "PATCH", f"{self.base}/{seg(memory_id)}", Memory, _params(reason=reason), _json(patch)
         )
 
     def update_many(
@@ -180,18 +193,18 @@ class LayerCalls:
         )
 
     def delete(self, memory_id: str, reason: str = "") -> Call[Memory]:
-        return Call("DELETE", f"{self.base}/{memory_id}", Memory, _params(reason=reason))
+        return Call("DELETE", f"{self.base}/{seg(memory_id)}", Memory, _params(reason=reason))
 
     def delete_many(self, ids: Sequence[str], reason: str = "") -> Call[builtins.list[Memory]]:
         body = {"ids": list(ids), "reason": reason}
         return Call("POST", self.base + "/bulk-delete", builtins.list[Memory], {}, body)
 
     def history(self, memory_id: str) -> Call[builtins.list[MemoryVersion]]:
-        return Call("GET", f"{self.base}/{memory_id}/history", builtins.list[MemoryVersion])
+        return Call("GET", f"{self.base}/{seg(memory_id)}/history", builtins.list[MemoryVersion])
 
     def restore(self, memory_id: str, version: int | None = None, reason: str = "") -> Call[Memory]:
         body = {"version": version, "reason": reason}
-        return Call("POST", f"{self.base}/{memory_id}/restore", Memory, {}, body)
+        return Call("POST", f"{self.base}/{seg(memory_id)}/restore", Memory, {}, body)
 
     def purge(self, ids: Sequence[str]) -> Call[int]:
         body = {"ids": list(ids)}
@@ -199,7 +212,7 @@ class LayerCalls:
 
     def outcome(self, memory_id: str, *, success: bool, note: str = "") -> Call[Memory]:
         which = "success" if success else "failure"
-        return Call("POST", f"{self.base}/{memory_id}/{which}", Memory, {}, {"note": note})
+        return Call("POST", f"{self.base}/{seg(memory_id)}/{which}", Memory, {}, {"note": note})
 
 
 class EnvironmentCalls:
@@ -213,20 +226,20 @@ class EnvironmentCalls:
         return Call("POST", self.base, Environment, {}, body)
 
     def get(self, ref: str) -> Call[Environment]:
-        return Call("GET", f"{self.base}/{ref}", Environment)
+        return Call("GET", f"{self.base}/{seg(ref)}", Environment)
 
     def delete(self, ref: str, *, purge: bool = False) -> Call[Environment]:
-        return Call("DELETE", f"{self.base}/{ref}", Environment, {"purge": purge})
+        return Call("DELETE", f"{self.base}/{seg(ref)}", Environment, {"purge": purge})
 
     def members(self, ref: str) -> Call[builtins.list[Member]]:
-        return Call("GET", f"{self.base}/{ref}/members", builtins.list[Member])
+        return Call("GET", f"{self.base}/{seg(ref)}/members", builtins.list[Member])
 
     def share(self, ref: str, user_id: str, role: Role = Role.READER) -> Call[Member]:
         body = {"role": Role(role).value}
-        return Call("PUT", f"{self.base}/{ref}/members/{user_id}", Member, {}, body)
+        return Call("PUT", f"{self.base}/{seg(ref)}/members/{seg(user_id)}", Member, {}, body)
 
     def unshare(self, ref: str, user_id: str) -> Call[Member]:
-        return Call("DELETE", f"{self.base}/{ref}/members/{user_id}", Member)
+        return Call("DELETE", f"{self.base}/{seg(ref)}/members/{seg(user_id)}", Member)
 
 
 class AccountCalls:
@@ -238,7 +251,7 @@ class AccountCalls:
 
     def delete_user(self, user_id: str, *, purge: bool = False) -> Call[Erased]:
         """Delete an account (admins); ``purge``: with everything that is theirs."""
-        return Call("DELETE", f"/api/v1/users/{user_id}", Erased, {"purge": purge})
+        return Call("DELETE", f"/api/v1/users/{seg(user_id)}", Erased, {"purge": purge})
 
     def create_user(
         self, name: str, *, password: str | None = None, is_admin: bool = False
@@ -247,11 +260,11 @@ class AccountCalls:
         return Call("POST", "/api/v1/users", User, {}, body)
 
     def user(self, user_id: str) -> Call[User]:
-        return Call("GET", f"/api/v1/users/{user_id}", User)
+        return Call("GET", f"/api/v1/users/{seg(user_id)}", User)
 
     def set_password(self, user_id: str, password: str) -> Call[User]:
         body = {"password": password}
-        return Call("PUT", f"/api/v1/users/{user_id}/password", User, {}, body)
+        return Call("PUT", f"/api/v1/users/{seg(user_id)}/password", User, {}, body)
 
     def keys(self, user_id: str | None = None) -> Call[builtins.list[ApiKey]]:
         return Call("GET", "/api/v1/keys", list[ApiKey], _params(user_id=user_id))
@@ -267,13 +280,13 @@ class AccountCalls:
         return Call("POST", "/api/v1/keys", IssuedKey, {}, body)
 
     def key(self, key_id: str) -> Call[ApiKey]:
-        return Call("GET", f"/api/v1/keys/{key_id}", ApiKey)
+        return Call("GET", f"/api/v1/keys/{seg(key_id)}", ApiKey)
 
     def rotate_key(self, key_id: str) -> Call[IssuedKey]:
-        return Call("POST", f"/api/v1/keys/{key_id}/rotate", IssuedKey)
+        return Call("POST", f"/api/v1/keys/{seg(key_id)}/rotate", IssuedKey)
 
     def revoke_key(self, key_id: str) -> Call[ApiKey]:
-        return Call("DELETE", f"/api/v1/keys/{key_id}", ApiKey)
+        return Call("DELETE", f"/api/v1/keys/{seg(key_id)}", ApiKey)
 
     def providers(self) -> Call[builtins.list[dict[str, Any]]]:
         """The configured LLM providers (admin scope; never their keys)."""
@@ -297,21 +310,21 @@ class AccountCalls:
             "api_key": api_key,
             "timeout": timeout,
         }
-        return Call("PUT", f"/api/v1/providers/{name}", dict[str, Any], {}, body)
+        return Call("PUT", f"/api/v1/providers/{seg(name)}", dict[str, Any], {}, body)
 
     def remove_provider(self, name: str) -> Call[dict[str, Any]]:
-        return Call("DELETE", f"/api/v1/providers/{name}", dict[str, Any])
+        return Call("DELETE", f"/api/v1/providers/{seg(name)}", dict[str, Any])
 
     def grants(self, user_id: str | None = None) -> Call[builtins.list[Grant]]:
         """OAuth grants: the remote MCP clients signed in as you."""
         return Call("GET", "/api/v1/oauth/grants", list[Grant], _params(user_id=user_id))
 
     def grant(self, grant_id: str) -> Call[Grant]:
-        return Call("GET", f"/api/v1/oauth/grants/{grant_id}", Grant)
+        return Call("GET", f"/api/v1/oauth/grants/{seg(grant_id)}", Grant)
 
     def revoke_grant(self, grant_id: str) -> Call[Grant]:
         """Revoke an OAuth grant: its tokens stop working at once."""
-        return Call("DELETE", f"/api/v1/oauth/grants/{grant_id}", Grant)
+        return Call("DELETE", f"/api/v1/oauth/grants/{seg(grant_id)}", Grant)
 
     def audit(self, q: AuditQuery | None = None) -> Call[builtins.list[AuditEntry]]:
         params = _params(**(q or AuditQuery()).model_dump())

@@ -8,7 +8,7 @@ import builtins
 from collections.abc import Sequence
 
 from engram.handoffs import Handoff, HandoffState
-from engram.sdk._calls import Call, _params
+from engram.sdk._calls import Call, _params, seg
 
 
 class HandoffCalls:
@@ -54,13 +54,13 @@ class HandoffCalls:
         return Call("GET", self.base, builtins.list[Handoff], params)
 
     def get(self, handoff_id: str) -> Call[Handoff]:
-        return Call("GET", f"{self.base}/{handoff_id}", Handoff)
+        return Call("GET", f"{self.base}/{seg(handoff_id)}", Handoff)
 
     def accept(
         self, handoff_id: str, *, agent: str | None = None, session: str | None = None
     ) -> Call[Handoff]:
         body = {k: v for k, v in {"agent": agent, "session": session}.items() if v is not None}
-        return Call("POST", f"{self.base}/{handoff_id}/accept", Handoff, {}, body)
+        return Call("POST", f"{self.base}/{seg(handoff_id)}/accept", Handoff, {}, body)
 
     def cancel(self, handoff_id: str) -> Call[Handoff]:
-        return Call("POST", f"{self.base}/{handoff_id}/cancel", Handoff)
+        return Call("POST", f"{self.base}/{seg(handoff_id)}/cancel", Handoff)

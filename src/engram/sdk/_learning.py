@@ -13,7 +13,7 @@ from engram.lifecycle.feedback import FeedbackKind, FeedbackOutcome
 from engram.lifecycle.report import MaintenanceReport, WriteOutcome
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
 from engram.models import Memory, NewMemory
-from engram.sdk._calls import Call, _json, _params
+from engram.sdk._calls import Call, _json, _params, seg
 
 
 class ExtractionCalls:
@@ -27,7 +27,7 @@ class ExtractionCalls:
         """A conversation, a list of messages, or a stored conversation's id (its messages
         not extracted yet; ``environment`` is then the conversation's own)."""
         if isinstance(source, str):
-            path = f"/api/v1/conversations/{source}/extract"
+            path = f"/api/v1/conversations/{seg(source)}/extract"
             return Call("POST", path, ExtractionResult, {}, {"dry_run": dry_run})
         data = (
             source
@@ -57,22 +57,24 @@ class ExtractionCalls:
             "source": source,
             "title": title,
         }
-        path = f"/api/v1/conversations/{conversation_id}/messages"
+        path = f"/api/v1/conversations/{seg(conversation_id)}/messages"
         return Call("POST", path, ExtractionResult, {}, body)
 
     def delete_conversation(self, conversation_id: str, *, purge: bool = False) -> Call[Erased]:
         """Remove a conversation and its messages for good (``purge``: and its memories)."""
-        path = f"/api/v1/conversations/{conversation_id}"
+        path = f"/api/v1/conversations/{seg(conversation_id)}"
         return Call("DELETE", path, Erased, {"purge": purge})
 
     def get_conversation(self, conversation_id: str) -> Call[Conversation]:
-        return Call("GET", f"/api/v1/conversations/{conversation_id}", Conversation)
+        return Call("GET", f"/api/v1/conversations/{seg(conversation_id)}", Conversation)
 
     def messages(
         self, conversation_id: str, *, after: int = 0, limit: int = 100
     ) -> Call[MessagePage]:
         params = {"after": after, "limit": limit}
-        return Call("GET", f"/api/v1/conversations/{conversation_id}/messages", MessagePage, params)
+        return Call(
+            "GET", f"/api/v1/conversations/{seg(conversation_id)}/messages", MessagePage, params
+        )
 
 
 class LifecycleCalls:
@@ -85,10 +87,12 @@ class LifecycleCalls:
         self, memory_id: str, kind: FeedbackKind | str, note: str = ""
     ) -> Call[FeedbackOutcome]:
         body = {"kind": FeedbackKind(kind).value, "note": note}
-        return Call("POST", f"/api/v1/memories/{memory_id}/feedback", FeedbackOutcome, {}, body)
+        return Call(
+            "POST", f"/api/v1/memories/{seg(memory_id)}/feedback", FeedbackOutcome, {}, body
+        )
 
     def undo(self, memory_id: str) -> Call[builtins.list[Memory]]:
-        return Call("POST", f"/api/v1/memories/{memory_id}/undo", builtins.list[Memory])
+        return Call("POST", f"/api/v1/memories/{seg(memory_id)}/undo", builtins.list[Memory])
 
     def maintain(
         self, environment: str | None = None, *, dry_run: bool = False
@@ -111,5 +115,5 @@ class LifecycleCalls:
     def resolve_review(self, review_id: str, *, accept: bool, note: str = "") -> Call[ReviewItem]:
         """Accept (the newer fact supersedes the older) or dismiss (both stay)."""
         which = "accept" if accept else "dismiss"
-        path = f"/api/v1/reviews/{review_id}/{which}"
+        path = f"/api/v1/reviews/{seg(review_id)}/{which}"
         return Call("POST", path, ReviewItem, {}, {"note": note})

@@ -8,7 +8,7 @@ import builtins
 from collections.abc import Mapping
 
 from engram.portability.report import ImportJob
-from engram.sdk._calls import Call
+from engram.sdk._calls import Call, seg
 
 _BASE = "/api/v1/imports"
 
@@ -30,14 +30,14 @@ class ImportCalls:
         return Call("POST", _BASE, ImportJob, params, content=data)
 
     def get(self, job_id: str) -> Call[ImportJob]:
-        return Call("GET", f"{_BASE}/{job_id}", ImportJob)
+        return Call("GET", f"{_BASE}/{seg(job_id)}", ImportJob)
 
     def list(self) -> Call[builtins.list[ImportJob]]:
         return Call("GET", _BASE, builtins.list[ImportJob])
 
     def commit(self, job_id: str) -> Call[ImportJob]:
         """Start storing the job's file (a failed or interrupted job resumes)."""
-        return Call("POST", f"{_BASE}/{job_id}/commit", ImportJob)
+        return Call("POST", f"{_BASE}/{seg(job_id)}/commit", ImportJob)
 
     def delete(self, job_id: str) -> Call[ImportJob]:
-        return Call("DELETE", f"{_BASE}/{job_id}", ImportJob)
+        return Call("DELETE", f"{_BASE}/{seg(job_id)}", ImportJob)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from engram.sdk._calls import Call, _params
+from engram.sdk._calls import Call, _params, seg
 
 
 class ProfileCalls:
@@ -24,10 +24,10 @@ class ProfileCalls:
         return Call("POST", self.base, dict[str, Any], {}, {"text": text})
 
     def edit(self, habit_id: str, text: str) -> Call[dict[str, Any]]:
-        return Call("PATCH", f"{self.base}/{habit_id}", dict[str, Any], {}, {"text": text})
+        return Call("PATCH", f"{self.base}/{seg(habit_id)}", dict[str, Any], {}, {"text": text})
 
     def delete(self, habit_id: str) -> Call[dict[str, Any]]:
-        return Call("DELETE", f"{self.base}/{habit_id}", dict[str, Any])
+        return Call("DELETE", f"{self.base}/{seg(habit_id)}", dict[str, Any])
 
     def status(self) -> Call[dict[str, Any]]:
         """Whether learning is on, and how many habits there are."""

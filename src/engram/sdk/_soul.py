@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 
-from engram.sdk._calls import Call, _params
+from engram.sdk._calls import Call, _params, seg
 from engram.soul.model import (
     EffectiveBlock,
     OverrideMode,
@@ -31,7 +31,7 @@ class SoulCalls:
 
     def get_block(self, name: str, environment: str | None = None) -> Call[EffectiveBlock]:
         params = _params(environment=environment)
-        return Call("GET", f"{self.base}/blocks/{name}", EffectiveBlock, params)
+        return Call("GET", f"{self.base}/blocks/{seg(name)}", EffectiveBlock, params)
 
     def render(self, environment: str | None = None, max_tokens: int = 2000) -> Call[RenderedSoul]:
         params = _params(environment=environment, max_tokens=max_tokens)
@@ -57,14 +57,14 @@ class SoulCalls:
         body = {k: v for k, v in {**given, "section": section}.items() if v is not None}
         params = _params(environment=environment)
         return Call(
-            "PUT", f"{self.base}/blocks/{name}", SoulBlock, params, {**body, "reason": reason}
+            "PUT", f"{self.base}/blocks/{seg(name)}", SoulBlock, params, {**body, "reason": reason}
         )
 
     def history(
         self, name: str, environment: str | None = None
     ) -> Call[builtins.list[SoulBlockVersion]]:
         params = _params(environment=environment)
-        path = f"{self.base}/blocks/{name}/history"
+        path = f"{self.base}/blocks/{seg(name)}/history"
         return Call("GET", path, builtins.list[SoulBlockVersion], params)
 
     def diff(
@@ -75,14 +75,14 @@ class SoulCalls:
         environment: str | None = None,
     ) -> Call[str]:
         params = _params(from_version=from_version, to_version=to_version, environment=environment)
-        return Call("GET", f"{self.base}/blocks/{name}/diff", str, params, field="diff")
+        return Call("GET", f"{self.base}/blocks/{seg(name)}/diff", str, params, field="diff")
 
     def restore_block(
         self, name: str, version: int, environment: str | None = None, reason: str = ""
     ) -> Call[SoulBlock]:
         body = {"version": version, "reason": reason}
         params = _params(environment=environment)
-        return Call("POST", f"{self.base}/blocks/{name}/restore", SoulBlock, params, body)
+        return Call("POST", f"{self.base}/blocks/{seg(name)}/restore", SoulBlock, params, body)
 
     def snapshot(self, environment: str | None = None, label: str = "") -> Call[SoulSnapshot]:
         params = _params(environment=environment)
@@ -93,14 +93,14 @@ class SoulCalls:
         return Call("GET", f"{self.base}/snapshots", builtins.list[SoulSnapshot], params)
 
     def get_snapshot(self, snapshot_id: str) -> Call[SoulSnapshot]:
-        return Call("GET", f"{self.base}/snapshots/{snapshot_id}", SoulSnapshot)
+        return Call("GET", f"{self.base}/snapshots/{seg(snapshot_id)}", SoulSnapshot)
 
     def diff_snapshot(self, snapshot_id: str, other_id: str | None = None) -> Call[str]:
-        path = f"{self.base}/snapshots/{snapshot_id}/diff"
+        path = f"{self.base}/snapshots/{seg(snapshot_id)}/diff"
         return Call("GET", path, str, _params(other=other_id), field="diff")
 
     def restore_snapshot(self, snapshot_id: str, reason: str = "") -> Call[SoulUpdate]:
-        path = f"{self.base}/snapshots/{snapshot_id}/restore"
+        path = f"{self.base}/snapshots/{seg(snapshot_id)}/restore"
         return Call("POST", path, SoulUpdate, {}, {"reason": reason})
 
     def presets(self) -> Call[builtins.list[Preset]]:
@@ -108,4 +108,4 @@ class SoulCalls:
 
     def apply_preset(self, preset: str, environment: str | None = None) -> Call[SoulUpdate]:
         params = _params(environment=environment)
-        return Call("POST", f"{self.base}/presets/{preset}/apply", SoulUpdate, params)
+        return Call("POST", f"{self.base}/presets/{seg(preset)}/apply", SoulUpdate, params)
