@@ -170,6 +170,9 @@ def test_third_person_rewrite() -> None:
         "Mel likes tea and Mel drinks it daily."
     )
     assert to_third_person("We use Go and I like it.", "Mel") == "We use Go and Mel likes it."
+    # an adverb between the subject and the verb (walkthrough 34: "Bob nows use bun")
+    assert to_third_person("I now use bun.", "Bob") == "Bob now uses bun."
+    assert to_third_person("I currently live in Porto.", "Bob") == "Bob currently lives in Porto."
 
 
 def test_short_statements_and_what_a_user_works_with_become_facts() -> None:
@@ -179,12 +182,17 @@ def test_short_statements_and_what_a_user_works_with_become_facts() -> None:
         "I switched to uv last month.",
         "Our CI runs on GitHub Actions.",
         "I love it",  # one content word: nothing to remember
+        # a change with its old value (walkthrough 34: no fact, so the old one stayed)
+        "I switched from VS Code to Neovim.",
+        "I migrated from Heroku to Fly.io this spring.",
     )
     assert user_facts(*said) == [
         "The user prefers pnpm",
         "The user uses pnpm for JavaScript.",
         "The user switched to uv last month.",
         "The user's CI runs on GitHub Actions.",
+        "The user switched from VS Code to Neovim.",
+        "The user migrated from Heroku to Fly.io this spring.",
     ]
 
 

@@ -87,7 +87,8 @@ PATTERNS: tuple[FactPattern, ...] = (
         "preference",
         0.6,
         r"\b(?:I|we)(?:'ve| have)? (?:(?:also|mostly|mainly|now|still|only|always) )?(?:use|"
-        r"switched to|migrated to|code in|write in|program in|develop in|rely on|work with)\b|"
+        r"switched to|migrated to|(?:switched|migrated|moved) (?:over )?from|code in|write in|"
+        r"program in|develop in|rely on|work with)\b|"
         r"\b(?:my|our) (?:main |default |usual |primary )?" + _SETUP + r" (?:is|are|runs?|uses?|"
         r"lives?|goes|go|was switched)\b|\bour [a-z]+ (?:runs on|is hosted on|uses)\b",
     ),

@@ -22,7 +22,9 @@ _IRREGULAR = {
 _ADVERBS = frozenset(
     """really also just always never usually often still actually totally absolutely
     definitely sometimes recently finally truly mostly generally normally rarely only even
-    already kinda mainly""".split()  # noqa: SIM905
+    already kinda mainly now currently then later first again probably honestly basically
+    literally hardly barely seriously typically occasionally frequently constantly
+    personally""".split()  # noqa: SIM905
 )
 _PAST_IRREGULAR = frozenset(
     """went got made took saw said came gave found thought told became left felt brought
