@@ -12,7 +12,7 @@ import pytest
 from engram import LOCAL, Engram, NewMemory
 from engram.accounts import Role
 from engram.actors import Actor
-from engram.errors import InvalidInput, PermissionDenied
+from engram.errors import InvalidInput, NotFound, PermissionDenied
 from engram.models import MemoryFilter
 from tests.conftest import FakeClock
 from tests.test_capture_service import ev
@@ -151,8 +151,6 @@ def test_a_team_project_is_named_owner_slash_name(
     sent as the project): hooks, MCP and REST in it work there, and a project naming
     someone else's environment that does not exist is not created (walkthrough 34: the name
     the errors recommend was refused as a project)."""
-    from engram.errors import NotFound
-
     alice, _bob, shared = world
     team = Actor(alice.user_id, "api", project="bob/webapp")
     engram.capture.ingest([ev("prompt", clock, project="bob/webapp")], alice)
@@ -201,3 +199,21 @@ def test_a_session_in_an_own_project_shadowing_a_shared_one_is_told(
     assert '[environment] name = "bob/webapp"' in block
     team = [ev("session_start", clock, session="s-2", project="bob/webapp")]
     assert "shared with you under that name" not in engram.capture.session_start(team, alice)[1]
+
+
+def test_members_are_named_by_user_name_or_id(
+    engram: Engram, world: tuple[Actor, Actor, str]
+) -> None:
+    """Walkthrough 34: PUT /environments/shop/members/bob answered "user 'bob' does not
+    exist" (only an id was taken) though the CLI takes names; removing the owner said they
+    were 'not a member'."""
+    alice, bob, shared = world
+    engram.accounts.create_user("carol", LOCAL)
+    member = engram.environments.share(shared, "carol", Role.READER, bob)
+    assert engram.accounts.find_user("carol", LOCAL).id == member.user_id
+    assert engram.environments.unshare(shared, "carol", bob).user_id == member.user_id
+    with pytest.raises(InvalidInput, match="'bob' owns 'webapp': an owner cannot be removed"):
+        engram.environments.unshare(shared, "bob", bob)
+    with pytest.raises(NotFound, match="user 'nobody' does not exist"):
+        engram.environments.share(shared, "nobody", Role.READER, bob)
+    assert alice.user_id in {m.user_id for m in engram.environments.members(shared, bob)}

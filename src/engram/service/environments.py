@@ -254,6 +254,14 @@ class EnvironmentService:
             return []
         return [self.label(e, actor) for e in self._visible_named(env.name, actor) if e != env]
 
+    def _user(self, ref: str) -> str:
+        """The id of the user ``ref`` names (their id or login name); NotFound if none."""
+        accounts = self._store.accounts
+        user = accounts.get_user(ref) or accounts.find_user(ref)
+        if user is None:
+            raise NotFound(f"user {ref!r} does not exist", user_id=ref)
+        return user.id
+
     def label(self, env: Environment, actor: Actor) -> str:
         """How ``actor`` names ``env`` to write to it: its name when it is theirs, else
         ``owner/name``."""
@@ -315,12 +323,12 @@ class EnvironmentService:
         return [owner, *self._store.accounts.list_members(env.id)]
 
     def share(self, ref: str, user_id: str, role: Role, actor: Actor) -> Member:
-        """Give ``user_id`` a role in the environment (owners only), or change it."""
+        """Give ``user_id`` (a user's id or name) a role in the environment (owners only), or
+        change it."""
         env = self.resolve(ref, actor, Role.OWNER)
+        user_id = self._user(user_id)
         if user_id == env.owner:
             raise InvalidInput("the environment's owner is always its owner", user_id=user_id)
-        if self._store.accounts.get_user(user_id) is None:
-            raise NotFound(f"user {user_id!r} does not exist", user_id=user_id)
         old = self._store.accounts.get_member(env.id, user_id)
         member = Member(
             environment_id=env.id,
@@ -341,11 +349,20 @@ class EnvironmentService:
         return member
 
     def unshare(self, ref: str, user_id: str, actor: Actor) -> Member:
-        """Remove a member (owners only; anyone may leave an environment shared with them)."""
+        """Remove a member (``user_id``: their id or name; owners only; anyone may leave an
+        environment shared with them)."""
+        typed = user_id
+        user_id = self._user(user_id)
         env = self.resolve(ref, actor, Role.READER if user_id == actor.user_id else Role.OWNER)
+        if user_id == env.owner:
+            raise InvalidInput(
+                f"{typed!r} owns {env.name!r}: an owner cannot be removed (delete the "
+                "environment instead)",
+                user_id=user_id,
+            )
         member = self._store.accounts.get_member(env.id, user_id)
         if member is None:
-            raise NotFound(f"user {user_id!r} is not a member of {env.name!r}", user_id=user_id)
+            raise NotFound(f"user {typed!r} is not a member of {env.name!r}", user_id=user_id)
         entry = self.audit.entry(
             actor, "environment.unshare", environment_id=env.id, targets=[env.id, user_id]
         )

@@ -44,11 +44,20 @@ def members(ref: str, engram: EngramDep, actor: ActorDep) -> list[Member]:
     return engram.environments.members(ref, actor)
 
 
-@router.put("/{ref}/members/{user_id}", summary="Share with a user, or change their role")
+@router.put(
+    "/{ref}/members/{user_id}",
+    summary="Share with a user, or change their role",
+    description="`ref`: the environment's name (yours) or id (a URL path cannot hold "
+    "`owner/name`); `user_id`: the user's id or name.",
+)
 def share(ref: str, user_id: str, body: MemberIn, engram: EngramDep, actor: ActorDep) -> Member:
     return engram.environments.share(ref, user_id, body.role, actor)
 
 
-@router.delete("/{ref}/members/{user_id}", summary="Stop sharing with a user (or leave)")
+@router.delete(
+    "/{ref}/members/{user_id}",
+    summary="Stop sharing with a user (or leave)",
+    description="`user_id`: the member's id or name; the owner cannot be removed.",
+)
 def unshare(ref: str, user_id: str, engram: EngramDep, actor: ActorDep) -> Member:
     return engram.environments.unshare(ref, user_id, actor)
