@@ -321,7 +321,7 @@ def test_a_command_on_a_new_home_says_so(
     home = str(tmp_path / "typo")
     code, out, err = run(capsys, "--home", home, "list", "--json")
     assert code == 0 and json.loads(out)["total"] == 0
-    assert f"a new, empty Engram home at {home}" in err
-    assert "new, empty" not in run(capsys, "--home", home, "list")[2]
+    assert f"made a new Engram home at {home}" in err
+    assert "new Engram home" not in run(capsys, "--home", home, "list")[2]
     code, out, err = run(capsys, "--home", str(tmp_path / "other"), "init")
-    assert code == 0 and "Engram is ready" in out and "new, empty" not in err
+    assert code == 0 and "Engram is ready" in out and "new Engram home" not in err

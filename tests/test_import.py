@@ -382,7 +382,7 @@ def test_cli_export_to_a_place_it_cannot_write_says_so_in_one_line(
 
     home = str(tmp_path / "h")
     assert main(["--home", home, "add", "Prefers pnpm over npm"]) == 0
-    assert "new, empty Engram home" in capsys.readouterr().err  # the first command's note
+    assert "made a new Engram home" in capsys.readouterr().err  # the first command's note
     (tmp_path / "a-file.md").write_text("x")
     (tmp_path / "a-folder.json").mkdir()
     cases = [

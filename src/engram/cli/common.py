@@ -95,7 +95,7 @@ def service(ctx: typer.Context, *, init: bool = False) -> Iterator[tuple[Engram,
     finally:
         engram.close()
     note = (
-        f"note: a new, empty Engram home at {st.settings.home} (another one is chosen with "
+        f"note: made a new Engram home at {st.settings.home} (another one is chosen with "
         "--home or ENGRAM_HOME)"
     )
     if fresh and note not in NOTES:  # a typo in --home must not pass for an empty memory
