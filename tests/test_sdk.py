@@ -114,3 +114,13 @@ def test_token_and_url_from_env_and_file(live: Live, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("ENGRAM_HOME", str(Path(live.home) / "empty"))
     with pytest.raises(Unauthenticated, match="engram init"):
         Client()
+
+
+def test_a_list_given_an_environment_where_a_filter_goes_says_so(live: Live) -> None:
+    """Walkthrough 34: facts.list('user-bob') raised AttributeError: 'str' object has no
+    attribute 'categories' (context and search take the environment first)."""
+    from engram.errors import InvalidInput
+
+    wanted = r"call list\(environment='user-bob'\)"
+    with Client(live.url, live.owner_token) as c, pytest.raises(InvalidInput, match=wanted):
+        c.facts.list("user-bob")  # type: ignore[arg-type]

@@ -156,6 +156,12 @@ class LayerCalls:
         offset: int = 0,
         order: str = "-updated_at",
     ) -> Call[Page]:
+        if isinstance(flt, str):  # context and search take the environment first; a list not
+            raise InvalidInput(
+                f"list(flt, *, environment=…): the first argument is a MemoryFilter; for the "
+                f"environment {flt!r} call list(environment={flt!r})",
+                field="flt",
+            )
         f = flt or MemoryFilter()
         params = _params(
             environment=environment,
