@@ -59,6 +59,16 @@ def test_rest_errors_are_plain(engram: Engram) -> None:
     category = client.post("/api/v1/facts", json={"content": "x", "category": "Bad Category!"})
     message = category.json()["error"]["message"]
     assert message.startswith("body.category: category 'Bad Category!' must be"), message
+    # walkthrough 34: search and context take the environment in the body, a write in the
+    # query: the refusal says where it goes
+    placed = client.post("/api/v1/facts", json={"content": "x", "environment": "shop"})
+    assert placed.status_code == 422
+    assert placed.json()["error"]["message"] == (
+        "body.environment: Extra inputs are not permitted; name the environment in the query: "
+        "?environment=NAME"
+    )
+    bare = client.post("/api/v1/search", content=b'{"query": "x"}')  # curl -d, no Content-Type
+    assert "Content-Type: application/json" in bare.json()["error"]["message"], bare.text
     fact = engram.memories.add(NewMemory(content="a fact, not a procedure"), Actor(ann.id))
     misplaced = client.post(f"/api/v1/procedures/{fact.id}/success")
     assert misplaced.status_code == 404

@@ -121,7 +121,14 @@ def _where_what(error: dict[str, Any], raw: Any) -> str:
         at = error["loc"][1] if len(error["loc"]) > 1 else "?"
         why = (raw.get("ctx") or {}).get("error") if isinstance(raw, dict) else None
         return f"the request body is not valid JSON (at character {at}{f': {why}' if why else ''})"
-    return f"{'.'.join(error['loc']) or 'input'}: {error['msg']}"
+    where, what = ".".join(error["loc"]) or "input", error["msg"]
+    if error["type"] == "extra_forbidden" and error["loc"] == ["body", "environment"]:
+        # search and context take it in the body; a memory's write, as every write route, in
+        # the query
+        what += "; name the environment in the query: ?environment=NAME"
+    elif error["loc"] == ["body"] and error["type"] in ("model_attributes_type", "dict_type"):
+        what += " (send a JSON object, with the header Content-Type: application/json)"
+    return f"{where}: {what}"
 
 
 async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
