@@ -132,3 +132,27 @@ async def test_an_mcp_tools_refusal_reads_as_the_tool_said_it(engram: Engram) ->
         (invalid, "invalid_input: content: content must not be empty"),
     ):
         assert result.is_error and text_of(result).startswith(start), text_of(result)
+
+
+def test_the_dashboard_names_a_shared_environment_by_its_owner(engram: Engram) -> None:
+    """Walkthrough 34: the switcher showed 'shop (owner)' and 'shop (writer)' side by side,
+    titles said 'Memories in shop' for either, and members were listed as usr_… ids."""
+    from engram.accounts import Role
+
+    bob = engram.accounts.create_user("bob", LOCAL)
+    ann = engram.accounts.create_user("ann", LOCAL, password=PASSWORD)
+    engram.environments.create("shop", Actor(ann.id))
+    theirs = engram.environments.create("shop", Actor(bob.id))
+    engram.environments.share(theirs.id, ann.id, Role.WRITER, Actor(bob.id))
+    client = TestClient(http_app(engram, ServerSettings()), base_url="http://127.0.0.1")
+    page = client.get("/ui/login")
+    form = {"name": "ann", "password": PASSWORD, "csrf": _csrf(page.text)}
+    assert client.post("/ui/login", data=form, follow_redirects=False).status_code == 303
+    csrf = _csrf(client.get("/ui/memories").text)
+    switch = {"environment": theirs.id, "csrf": csrf}
+    client.post("/ui/environments/switch", data=switch, follow_redirects=False)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", client.get("/ui/environments").text))
+    assert "bob/shop (writer)" in text and "shop (owner)" in text
+    assert "Members of bob/shop" in text and "bob " in text and "ann " in text
+    memories = html.unescape(re.sub(r"<[^>]+>", " ", client.get("/ui/memories").text))
+    assert "Memories  in bob/shop" in memories or "Memories in bob/shop" in memories

@@ -122,7 +122,7 @@ def test_environments_users_and_roles(engram: Engram, owner: Browser) -> None:
     status, page = owner.post("/ui/environments", name="team")
     assert status == 200 and "created team" in page
     status, page = owner.post("/ui/environments/members", user_id=rita.id, role="reader")
-    assert status == 200 and f"{rita.id} — reader" in page
+    assert status == 200 and f'rita <code class="dim">{rita.id}</code> — reader' in page
     team = engram.environments.resolve("team", LOCAL)
     memory = engram.memories.add(NewMemory(content="Standup at 9:30"), LOCAL, team.id)
     reader = Browser(engram, "rita")

@@ -20,11 +20,14 @@ def environments(
 ) -> HTMLResponse:
     env = viewer.environment
     members = viewer.engram.environments.members(env.id, viewer.actor)
+    accounts = viewer.engram.store.accounts
+    names = {m.user_id: u.name for m in members if (u := accounts.get_user(m.user_id))}
     return render(
         request,
         viewer,
         "environments.html",
         members=members,
+        names=names,
         roles=[r.value for r in Role],
         note=note,
     )

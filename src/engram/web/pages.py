@@ -53,6 +53,12 @@ class Viewer:
     role: Role
 
     @property
+    def env_label(self) -> str:
+        """The current environment as the viewer names it: its name, or ``owner/name`` for
+        one shared with them (two of one name are told apart)."""
+        return self.engram.environments.label(self.environment, self.actor)
+
+    @property
     def can_write(self) -> bool:
         return self.role.allows(Role.WRITER) and self.actor.can(Scope.WRITE)
 
@@ -101,11 +107,13 @@ Posted = Annotated[Viewer, Depends(_posted)]
 def render(
     request: Request, viewer: Viewer | None, template: str, status: int = 200, **context: Any
 ) -> HTMLResponse:
-    envs: list[tuple[Environment, Role]] = []
+    envs: list[tuple[Environment, Role, str]] = []
     if viewer is not None:
-        roles = viewer.engram.environments.roles(viewer.actor)
+        service = viewer.engram.environments
+        roles = service.roles(viewer.actor)
         envs = [
-            (e, roles.get(e.id, Role.READER)) for e in viewer.engram.environments.list(viewer.actor)
+            (e, roles.get(e.id, Role.READER), service.label(e, viewer.actor))
+            for e in service.list(viewer.actor)
         ]
     templates: Jinja2Templates = request.app.state.web_templates
     return templates.TemplateResponse(
