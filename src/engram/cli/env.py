@@ -43,7 +43,8 @@ def list_(ctx: typer.Context, as_json: Annotated[bool, JsonOption] = False) -> N
         return
     table = Table()
     for col in ("", "name", "id", "created", "description"):
-        table.add_column(col)
+        # an id is never cut (REST and the SDK take it): the description wraps instead
+        table.add_column(col, no_wrap=col == "id", min_width=30 if col == "id" else None)
     for env in envs:
         mark = "*" if current in (env.name, env.id) else ""
         table.add_row(mark, env.name, env.id, env.created_at.date().isoformat(), env.description)
