@@ -158,3 +158,31 @@ def test_environment_delete_removes_its_conversations(engram: Engram) -> None:
     )
     engram.environments.delete("scratch", LOCAL, purge=True)
     assert engram.extraction.conversations.get_conversation("tmp") is None
+
+
+def test_a_conversation_extracted_again_keeps_one_current_episode(engram: Engram) -> None:
+    """Walkthrough 34: per-turn delivery extracted at the fifth assistant message, then an
+    extract at the chat's end: two near-identical summaries of one conversation, both in
+    search and context. A run that reads the conversation from its first message replaces the
+    earlier summary (superseded by it, restorable)."""
+    from engram.models import Status
+
+    topics = ["Porto", "Neovim", "Lisbon", "school", "tea", "Azores"]
+    for topic in topics:
+        engram.extraction.add_messages(
+            "chat-1",
+            [
+                msg("user", f"I talked about {topic} and the plans around {topic} today."),
+                msg("assistant", f"Thanks for sharing the news about {topic} with me."),
+            ],
+            LOCAL,
+        )
+    engram.extraction.extract("chat-1", LOCAL)
+    flt = MemoryFilter(layers=[Layer.EPISODE], categories=["episode"], statuses=list(Status))
+    episodes = engram.store.list_memories(flt, limit=50)
+    active = [m for m in episodes if m.status is Status.ACTIVE]
+    assert len(episodes) == 2 and len(active) == 1
+    (older,) = [m for m in episodes if m.status is Status.SUPERSEDED]
+    assert older.superseded_by == active[0].id and active[0].supersedes == older.id
+    restored = engram.lifecycle.undo(older.id, LOCAL)
+    assert restored[0].status is Status.ACTIVE

@@ -42,7 +42,7 @@ from engram.limits import MAX_MESSAGES
 from engram.models import Layer, NewMemory
 from engram.scrub import Redactions, Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
-from engram.service.lifecycle import LifecycleService
+from engram.service.lifecycle import EPISODE_CATEGORY, LifecycleService
 from engram.service.memories import MemoryService
 from engram.store.conversations import ConversationStore
 
@@ -383,6 +383,10 @@ class ExtractionService:
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
         news = [_timed(p.to_new_memory(conv.id), p, said) for p in proposals]
         decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
+        if messages and messages[0].position == 1:  # this run read the whole conversation
+            for d in decisions:
+                if d.memory.layer is Layer.EPISODE and d.memory.category == EPISODE_CATEGORY:
+                    self._lifecycle.replace_episodes(d.memory, actor)
         return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
 
 

@@ -19,7 +19,7 @@ from engram.lifecycle.config import LifecycleConfig
 from engram.lifecycle.report import MaintenanceReport, WriteOutcome
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus, stale_reason
 from engram.limits import MAX_BULK
-from engram.models import Action, Memory, NewMemory, Status
+from engram.models import Action, Layer, Memory, MemoryFilter, NewMemory, Status
 from engram.service.environments import EnvironmentService
 from engram.service.fact_index import FactIndexes
 from engram.service.lifecycle_ops import LifecycleOps
@@ -29,6 +29,8 @@ from engram.service.writes import WritePath
 from engram.store import Change, Store
 
 MAX_REVIEWS = 1000
+EPISODE_CATEGORY = "episode"
+"""The category of a conversation's summary (the extractors' episodes)."""
 
 
 class LifecycleService:
@@ -71,6 +73,37 @@ class LifecycleService:
             raise InvalidInput(f"at most {MAX_BULK} memories per request, got {len(items)}")
         env = self._envs.resolve(environment, actor, Role.WRITER)
         return self._writes.remember_many(env.id, items, actor)
+
+    def replace_episodes(self, newer: Memory, actor: Actor) -> list[str]:
+        """The earlier summaries of ``newer``'s conversation (active episodes of its thread),
+        superseded by ``newer``, a summary of the whole conversation so far: a conversation
+        extracted again has one current episode, not one per run. Their ids."""
+        if newer.thread is None:
+            return []
+        flt = MemoryFilter(
+            environment_ids=[newer.environment_id],
+            layers=[Layer.EPISODE],
+            categories=[EPISODE_CATEGORY],
+            threads=[newer.thread],
+        )
+        older = [m for m in self._store.list_memories(flt, limit=50) if m.id != newer.id]
+        if not older:
+            return []
+        now, why = self._clock(), "a later summary of the same conversation"
+        batch = [
+            changes.record(
+                changes.step(m, now, status=Status.SUPERSEDED, superseded_by=newer.id),
+                Action.SUPERSEDE,
+                actor,
+                f"superseded by {newer.id} ({why})",
+            )
+            for m in older
+        ]
+        latest = max(older, key=lambda m: (m.created_at, m.id))
+        linked = changes.step(newer, now, supersedes=latest.id)
+        batch.append(changes.record(linked, Action.SUPERSEDE, actor, f"supersedes {latest.id}"))
+        self._ops.commit(batch, actor)
+        return [m.id for m in older]
 
     # -- maintenance ---------------------------------------------------------------------------
     def maintain(
