@@ -156,3 +156,8 @@ def test_the_dashboard_names_a_shared_environment_by_its_owner(engram: Engram) -
     assert "Members of bob/shop" in text and "bob " in text and "ann " in text
     memories = html.unescape(re.sub(r"<[^>]+>", " ", client.get("/ui/memories").text))
     assert "Memories  in bob/shop" in memories or "Memories in bob/shop" in memories
+    # unshared: the next page says so, once, and shows her own (before: silently the default)
+    engram.environments.unshare(theirs.id, ann.id, Actor(bob.id))
+    after = html.unescape(re.sub(r"<[^>]+>", " ", client.get("/ui/memories").text))
+    assert "You no longer have access to the environment you were in" in after
+    assert "no longer have access" not in client.get("/ui/memories").text

@@ -51,6 +51,8 @@ class Viewer:
     token: str
     environment: Environment
     role: Role
+    lost_access: bool = False
+    """The environment this session was in is no longer the viewer's (unshared, deleted)."""
 
     @property
     def env_label(self) -> str:
@@ -82,12 +84,15 @@ def _viewer(request: Request) -> Viewer:
     engram: Engram = request.app.state.engram
     actor = actor_for(user)
     envs = engram.environments
+    lost = False
     try:
         env = envs.resolve(session.environment, actor)
-    except (NotFound, PermissionDenied):  # unshared since: back to the default
-        env = envs.resolve(None, actor)
+    except (NotFound, PermissionDenied):  # unshared (or deleted) since: back to the default,
+        env = envs.resolve(None, actor)  # said once on the page that shows it
+        auth.switch(token, env.id)
+        lost = session.environment is not None
     role = envs.role_of(env, actor) or Role.READER
-    return Viewer(engram, auth, user, actor, session, token, env, role)
+    return Viewer(engram, auth, user, actor, session, token, env, role, lost)
 
 
 async def _posted(request: Request) -> Viewer:
