@@ -346,3 +346,43 @@ def test_a_fact_said_before_the_one_it_contradicts_never_retires_it(engram: Engr
         LOCAL,
     )
     assert latest.action is WriteAction.SUPERSEDED and latest.superseded == newer.memory.id
+
+
+def test_only_a_time_the_caller_gave_can_make_a_fact_outdated(engram: Engram) -> None:
+    """A review of stop 34: a naive created_at ('2026-11-01T10:00:00') crashed a contradicting
+    write (500: naive against aware), and a stored fact stamped in the future (a skewed
+    clock) made every live correction 'outdated'. A naive time is UTC; a write without a
+    time is said now and supersedes."""
+    from datetime import UTC, datetime, timedelta
+
+    engram.lifecycle.remember(
+        NewMemory(content="Jo lives in Lisbon", created_at=datetime(2026, 11, 21, tzinfo=UTC)),
+        LOCAL,
+    )
+    naive = NewMemory.model_validate(
+        {"content": "Jo lives in Berlin", "created_at": "2026-11-01T10:00:00"}
+    )
+    assert naive.created_at == datetime(2026, 11, 1, 10, tzinfo=UTC)
+    assert engram.lifecycle.remember(naive, LOCAL).action is WriteAction.OUTDATED
+    ahead = datetime.now(UTC) + timedelta(days=400)
+    engram.lifecycle.remember(NewMemory(content="Ana lives in Oslo", created_at=ahead), LOCAL)
+    live = engram.lifecycle.remember(NewMemory(content="Ana lives in Bergen"), LOCAL)
+    assert live.action is WriteAction.SUPERSEDED
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        "The user uses VS Code.",
+        "The user uses VS Code for everything.",
+        "The user's editor is VS Code.",
+    ],
+)
+def test_switching_from_a_two_word_tool_supersedes_it(engram: Engram, old: str) -> None:
+    """A review of stop 34: after 'I switched from VS Code to Neovim' the fact 'uses VS Code'
+    stayed active ('vs' and 'code' read as two words, no editor among them)."""
+    before = engram.lifecycle.remember(NewMemory(content=old), LOCAL)
+    out = engram.lifecycle.remember(
+        NewMemory(content="The user switched from VS Code to Neovim."), LOCAL
+    )
+    assert out.action is WriteAction.SUPERSEDED and out.superseded == before.memory.id

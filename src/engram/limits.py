@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 # -- memories ----------------------------------------------------------------------------------
 MAX_CONTENT_CHARS = 20_000
@@ -195,9 +195,16 @@ Metadata = Annotated[
     ),
 ]
 """A caller's metadata object, bounded."""
-Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
-"""A date-time given as a datetime or an ISO 8601 string (a date alone is its midnight): never a
-number."""
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_timestamp), AfterValidator(_aware)]
+"""A date-time given as a datetime or an ISO 8601 string (a date alone is its midnight; without
+a zone, UTC): never a number, and always with its zone (a naive time compared with a stored
+one would fail)."""
 
 
 def _json_number(value: Any) -> Any:

@@ -422,12 +422,28 @@ def _copula_claim(clause: str, low: str) -> Claim | None:
     return None
 
 
+_ALIASES = (
+    (re.compile(r"\b(?:vs|visual\s+studio)\s+code\b", re.IGNORECASE), "VSCode"),
+    (re.compile(r"\bsublime\s+text\b", re.IGNORECASE), "Sublime"),
+    (re.compile(r"\bintellij\s+idea\b", re.IGNORECASE), "IntelliJ"),
+)
+"""Names of two words read as the one value word their class knows ("VS Code" is the editor
+vscode, not the words "vs" and "code")."""
+
+
+def _aliased(text: str) -> str:
+    for pattern, name in _ALIASES:
+        if pattern.search(text):
+            text = pattern.sub(name, text)
+    return text
+
+
 @lru_cache(maxsize=65_536)
 def claims(text: str) -> tuple[Claim, ...]:
     """The claims of ``text``, one per clause that states something. A clause with no
     subject of its own ("... and prefers vim") takes the previous clause's."""
     out: list[Claim] = []
-    for said in clauses(text.replace("’", "'")):
+    for said in clauses(_aliased(text.replace("’", "'"))):
         clause = _changes_read(said)
         low = clause.lower()
         claim = _relation_claim(clause, low) or _copula_claim(clause, low)

@@ -179,6 +179,9 @@ class WritePath:
         if (
             decision.move is Move.SUPERSEDE
             and target is not None
+            # a time the caller gave (a write without one is said now, whatever a stored
+            # fact's clock claims), before the stored fact's
+            and memory.created_at != memory.recorded_at
             and memory.created_at < target.created_at
         ):
             # said before the fact it contradicts (a late delivery, an older export): history,
