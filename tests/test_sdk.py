@@ -124,3 +124,17 @@ def test_a_list_given_an_environment_where_a_filter_goes_says_so(live: Live) -> 
     wanted = r"call list\(environment='user-bob'\)"
     with Client(live.url, live.owner_token) as c, pytest.raises(InvalidInput, match=wanted):
         c.facts.list("user-bob")  # type: ignore[arg-type]
+
+
+def test_a_dot_segment_in_a_path_stays_a_name(live: Live) -> None:
+    """A review of stop 34: sharing by user name sends names into paths, and a user named
+    '..' made unshare('empty', '..') a DELETE of the environment itself (the dot segment
+    resolved away)."""
+    from engram.errors import NotFound as Missing
+
+    with Client(live.url, live.owner_token) as c:
+        c.accounts.create_user("..")
+        c.environments.create("empty")
+        with pytest.raises(Missing, match="not a member"):
+            c.environments.unshare("empty", "..")
+        assert "empty" in [e.name for e in c.environments.list()]

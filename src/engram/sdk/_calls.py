@@ -63,14 +63,16 @@ ERRORS: dict[str, type[EngramError]] = {
 
 
 def seg(value: str) -> str:
-    """``value`` as one segment of a request's path: escaped (``?``, ``#``, ``%``, spaces
-    reach the server as the characters they are), and never a ``/``, which the server would
-    read as a path of its own (a bare ``Not Found``)."""
+    """``value`` as one segment of a request's path: escaped (``?``, ``#``, ``%``, spaces,
+    ``.`` and ``..`` reach the server as the characters they are), and never a ``/``, which
+    the server would read as a path of its own (a bare ``Not Found``)."""
     if "/" in value:
         raise InvalidInput(
             f"{value!r} cannot name something in a URL path (it holds '/'): use its id",
             value=value,
         )
+    if value in (".", ".."):  # a dot segment would be resolved away: '/members/..' is its parent
+        return value.replace(".", "%2E")
     return quote(value, safe="")
 
 
