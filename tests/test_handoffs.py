@@ -384,3 +384,22 @@ def test_a_handoff_left_for_a_teammate_is_theirs_alone(engram: Engram, clock: Fa
     engram.environments.share(env.id, bob.user_id, Role.WRITER, alice)  # back in the team
     block = start(engram, clock, "b-1", actor=bob, agent="codex", project=env.id)
     assert for_bob.id in block
+
+
+def test_handoffs_left_for_teammates_never_crowd_out_ones_own(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """A review of stop 34: session start read the 50 newest handoffs the user could see,
+    then dropped those left for others, so 50 open ones Bob left for Alice hid the one she
+    left for him."""
+    bob = Actor(engram.accounts.create_user("bob", LOCAL).id, "api")
+    alice = Actor(engram.accounts.create_user("alice", LOCAL).id, "api")
+    env = engram.environments.create("webapp", bob)
+    engram.environments.share(env.id, alice.user_id, Role.WRITER, bob)
+    for_bob = engram.handoffs.begin(
+        "Alice's work for Bob", alice, environment=env.id, for_user="bob"
+    )
+    for i in range(50):
+        clock.advance(minutes=1)
+        engram.handoffs.begin(f"for Alice {i}", bob, environment=env.id, for_user="alice")
+    assert for_bob.id in start(engram, clock, "s-bob", actor=bob, agent="codex", project=env.id)

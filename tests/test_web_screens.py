@@ -240,6 +240,12 @@ def test_handoff_inbox_accepts_through_the_form(engram: Engram, owner: Browser) 
     other = engram.handoffs.begin("Never mind this one", LOCAL)
     status, page = owner.post(f"/ui/handoffs/{other.id}/cancel")
     assert status == 200 and engram.handoffs.get(other.id, LOCAL).state is HandoffState.CANCELLED
+    # one left for Rita (who can open the project) says for whom, and offers no Accept to
+    # its author, only Cancel (before: an Accept that answered 403)
+    engram.environments.share("default", rita.id, Role.WRITER, LOCAL)
+    for_rita = engram.handoffs.begin("For Rita", LOCAL, for_user="rita")
+    row = owner.get("/ui/handoffs").split(f'data-handoff="{for_rita.id}"')[1].split("</tr>")[0]
+    assert "for rita" in row and "/accept" not in row and "/cancel" in row
 
 
 def test_oauth_grants_listed_and_revoked_on_the_keys_page(engram: Engram, owner: Browser) -> None:

@@ -46,9 +46,14 @@ class ScrubbingHandoffStore:
         environment_ids: Sequence[str] = (),
         states: Sequence[HandoffState] = (),
         limit: int,
+        for_taking: bool = False,
     ) -> list[Handoff]:
         return self.inner.find(
-            visible_to=visible_to, environment_ids=environment_ids, states=states, limit=limit
+            visible_to=visible_to,
+            environment_ids=environment_ids,
+            states=states,
+            limit=limit,
+            for_taking=for_taking,
         )
 
     def accept(self, handoff_id: str, claim: Claim) -> Handoff | None:

@@ -315,6 +315,7 @@ class HandoffService:
             environment_ids=[env_id],
             states=[HandoffState.OPEN],
             limit=50,
+            for_taking=True,  # those left for teammates never crowd out the actor's own
         )
         mine = [
             h

@@ -53,10 +53,14 @@ def list_query(
     environment_ids: Sequence[str],
     states: Sequence[HandoffState],
     limit: int,
+    for_taking: bool = False,
 ) -> tuple[str, list[Any]]:
     cond: list[str] = []
     params: list[Any] = []
-    if visible_to is not None:
+    if visible_to is not None and for_taking:  # theirs to take: not one left for a teammate
+        cond.append("(for_user = ? OR (owner = ? AND for_user IS NULL))")
+        params += [visible_to, visible_to]
+    elif visible_to is not None:
         cond.append("(owner = ? OR for_user = ?)")
         params += [visible_to, visible_to]
     if environment_ids:
@@ -165,8 +169,9 @@ class SQLHandoffStore:
         environment_ids: Sequence[str] = (),
         states: Sequence[HandoffState] = (),
         limit: int,
+        for_taking: bool = False,
     ) -> list[Handoff]:
-        sql, params = list_query(visible_to, environment_ids, states, limit)
+        sql, params = list_query(visible_to, environment_ids, states, limit, for_taking)
         return [from_row(r, self._ts_out) for r in self._read(sql, params)]
 
     def accept(self, handoff_id: str, claim: Claim) -> Handoff | None:

@@ -27,9 +27,11 @@ class HandoffStore(Protocol):
         environment_ids: Sequence[str] = (),
         states: Sequence[HandoffState] = (),
         limit: int,
+        for_taking: bool = False,
     ) -> list[Handoff]:
         """Newest first; ``visible_to`` keeps those the user owns or that are addressed to
-        them (None: everyone's); empty ``environment_ids`` / ``states``: any."""
+        them (None: everyone's; ``for_taking``: only those they may take, addressed to them or
+        their own addressed to no one); empty ``environment_ids`` / ``states``: any."""
         ...
 
     def accept(self, handoff_id: str, claim: Claim) -> Handoff | None:

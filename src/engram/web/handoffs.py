@@ -23,7 +23,10 @@ def inbox(
     listed = engram.handoffs.list(viewer.actor, states=list(HandoffState), limit=100)
     now = engram.clock()
     rows = [(h, age(now - h.created_at)) for h in listed]
-    return render(request, viewer, "handoffs.html", rows=rows, note=note)
+    accounts = engram.store.accounts
+    people = {h.owner for h in listed} | {h.for_user for h in listed if h.for_user}
+    names = {p: u.name for p in people if (u := accounts.get_user(p)) is not None}
+    return render(request, viewer, "handoffs.html", rows=rows, names=names, note=note)
 
 
 @router.post("/handoffs/{handoff_id}/accept")
