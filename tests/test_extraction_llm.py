@@ -238,3 +238,35 @@ def test_a_different_key_file_cannot_decrypt(engram: Engram, tmp_path: Path) -> 
     assert other.get("q").api_key is None
     with pytest.raises(StorageError, match="does not decrypt"):
         other.get("p")
+
+
+class _SeesTail:
+    """An LLM client that summarises what its prompt shows: the topics it read."""
+
+    config = ProviderConfig(name="stub", kind=ProviderKind.OPENAI, base_url="http://x", model="m")
+
+    def complete(self, system: str, user: str) -> str:
+        import re
+
+        topics = sorted(set(re.findall(r"topic-(\d+)", user)), key=int)
+        return json.dumps({"episode": {"summary": "Talked about topics " + ", ".join(topics)}})
+
+
+def test_an_episode_of_a_cut_prompt_does_not_replace_a_fuller_one(engram: Engram) -> None:
+    """The prompt keeps the newest 48k characters of a long transcript: its episode covers
+    only them, so it does not supersede the earlier summary of the conversation's start (a
+    review of stop 34: topics 1-2 were in no current episode)."""
+    from engram.extraction.llm import LLMExtractor
+    from engram.models import MemoryFilter, Status
+
+    extractor = LLMExtractor(_SeesTail())
+    big = "x" * 3000
+    for i in range(1, 11):  # 20 messages, ~60k characters
+        turn = [
+            NewMessage(role="user", content=f"topic-{i} {big}"),
+            NewMessage(role="assistant", content=f"ok topic-{i} {big}"),
+        ]
+        engram.extraction.add_messages("chat", turn, LOCAL, extractor=extractor)
+    flt = MemoryFilter(layers=[Layer.EPISODE], categories=["episode"], statuses=list(Status))
+    active = [e for e in engram.store.list_memories(flt, limit=50) if e.status is Status.ACTIVE]
+    assert any("topics 1, 2," in e.content for e in active), [e.content for e in active]

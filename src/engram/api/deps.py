@@ -37,8 +37,9 @@ SettingsDep = Annotated[ServerSettings, Depends(get_settings)]
 
 PROJECT_DESCRIPTION = (
     "The project the client works in (its .engram.toml environment, else its git root's "
-    "directory name): the environment used when the request names none, created on first use "
-    "with a writing key. An explicit 'environment' always wins; without either, your default "
+    "directory name): the environment used when the request names none, your own of that name "
+    "(created on first use with a writing key), or 'owner/name' for one shared with you (it "
+    "must exist). An explicit 'environment' always wins; without either, your default "
     "environment."
 )
 ProjectHeader = Annotated[

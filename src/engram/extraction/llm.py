@@ -66,9 +66,19 @@ class LLMAnswer(_Strict):
     procedures: list[LLMProcedure] = Field(default_factory=list)
 
 
+def _messages(transcript: Transcript) -> str:
+    return "\n".join(
+        f"[{m.id}] {m.speaker} ({m.role.value}): {m.content}" for m in transcript.messages
+    )
+
+
+def fits(transcript: Transcript) -> bool:
+    """Whether the prompt holds every message of ``transcript`` (else only its newest part)."""
+    return len(_messages(transcript)) <= MAX_TRANSCRIPT_CHARS
+
+
 def render(transcript: Transcript) -> str:
-    lines = [f"[{m.id}] {m.speaker} ({m.role.value}): {m.content}" for m in transcript.messages]
-    text = "\n".join(lines)
+    text = _messages(transcript)
     if len(text) > MAX_TRANSCRIPT_CHARS:  # keep the end: the newest messages matter most
         text = text[-MAX_TRANSCRIPT_CHARS:]
     title = transcript.conversation.title
@@ -159,7 +169,8 @@ class LLMExtractor:
         except (ValueError, ValidationError) as exc:
             reason = f"{self.client.config.name}: malformed answer ({type(exc).__name__})"
         else:
-            return Extraction(proposals=proposals, extractor=self.name)
+            whole = fits(transcript)
+            return Extraction(proposals=proposals, extractor=self.name, whole=whole)
         log.warning("LLM extraction failed, using the rules instead: %s", reason)
         return Extraction(
             proposals=self.fallback.extract(transcript),

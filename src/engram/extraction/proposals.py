@@ -72,3 +72,6 @@ class Extraction(BaseModel):
     proposals: list[Proposal]
     extractor: str
     fallback_reason: str | None = None
+    whole: bool = True
+    """Whether the extractor read every message it was given (an LLM's prompt keeps only the
+    newest part of a long transcript): only then does its episode summarise all of them."""

@@ -365,7 +365,8 @@ class ExtractionService:
             # another delivery extracted these messages first
             return result.model_copy(update={"proposals": []})
         try:
-            outcomes, via = self._store(proposals, conv, actor, context)
+            whole = extraction.whole and bool(context) and context[0].position == 1
+            outcomes, via = self._store(proposals, conv, actor, context, whole=whole)
         except BaseException:
             self.conversations.advance_extraction(conv.id, new_state, state)
             raise
@@ -377,13 +378,17 @@ class ExtractionService:
         conv: Conversation,
         actor: Actor,
         messages: Sequence[Message] = (),
+        *,
+        whole: bool = False,
     ) -> tuple[list[ProposalOutcome], str | None]:
+        """Store the proposals through the lifecycle; ``whole``: the extractor read the
+        conversation from its first message, so its episode replaces earlier summaries."""
         if not proposals:
             return [], None
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
         news = [_timed(p.to_new_memory(conv.id), p, said) for p in proposals]
         decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
-        if messages and messages[0].position == 1:  # this run read the whole conversation
+        if whole:
             for d in decisions:
                 if d.memory.layer is Layer.EPISODE and d.memory.category == EPISODE_CATEGORY:
                     self._lifecycle.replace_episodes(d.memory, actor)

@@ -20,7 +20,7 @@ router = APIRouter(tags=["memories"])
 @router.post(
     "/remember",
     status_code=status.HTTP_201_CREATED,
-    summary="Store a memory through dedup and contradiction (merged, superseded or queued)",
+    summary="Store a memory through dedup and contradiction (merged, superseded, outdated, queued)",
 )
 def remember(
     body: AnyNewMemory, engram: EngramDep, actor: ActorDep, environment: EnvQuery = None

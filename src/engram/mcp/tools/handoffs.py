@@ -40,7 +40,11 @@ def register(server: MCPServer[Any], b: Binding) -> None:
             Name | None, Field(description="Deliver it only to this agent, e.g. 'codex'.")
         ] = None,
         for_user: Annotated[
-            Name | None, Field(description="Address it to another user (id or name).")
+            Name | None,
+            Field(
+                description="Address it to another user (id or name) who can open the project: "
+                "only they receive and may accept it."
+            ),
         ] = None,
         cwd: Annotated[Cwd, Field(description="The working directory of the work.")] = "",
         environment: Environment = None,

@@ -67,8 +67,9 @@ def register(server: MCPServer[Any], b: Binding) -> None:
 
         Write one fact per call, in a full sentence that makes sense without this conversation.
         Duplicates are merged into the existing fact (action 'merged'); a fact that changes an
-        older one supersedes it ('superseded'); an unclear conflict is stored and queued for
-        review ('queued'). Nothing is ever lost: every change can be restored."""
+        older one supersedes it ('superseded'), unless it was said before it ('outdated': kept
+        as history); an unclear conflict is stored and queued for review ('queued'). Nothing
+        is ever lost: every change can be restored."""
         new = NewMemory(
             content=content,
             category=category,
