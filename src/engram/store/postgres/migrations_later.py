@@ -273,4 +273,10 @@ LATER: tuple[Migration, ...] = (
         # when Engram first stored a memory (created_at is when it was said or true)
         ("ALTER TABLE memories ADD COLUMN recorded_at TIMESTAMPTZ",),
     ),
+    Migration(
+        "0026_memories_thread",
+        # a conversation's memories (a thread filter; its earlier summaries, replaced by a
+        # new one) without reading every memory of the environment
+        ("CREATE INDEX memories_thread ON memories (environment_id, thread)",),
+    ),
 )

@@ -232,4 +232,10 @@ LATER: tuple[Migration, ...] = (
         # when Engram first stored a memory (created_at is when it was said or true)
         ("ALTER TABLE memories ADD COLUMN recorded_at REAL",),
     ),
+    Migration(
+        "0030_memories_thread",
+        # a conversation's memories (a thread filter; its earlier summaries, replaced by a
+        # new one) without reading every memory of the environment
+        ("CREATE INDEX memories_thread ON memories (environment_id, thread)",),
+    ),
 )
