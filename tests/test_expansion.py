@@ -115,3 +115,16 @@ def test_suggested_words_never_crowd_out_the_questions_own() -> None:
         "staging",
         "mysql",
     ]
+
+
+def test_a_first_person_question_finds_the_answer_in_its_own_words(engram: Engram) -> None:
+    """Walkthrough 34 (an app's user asks in their words): "where do I live" found nothing in
+    "Jo moved to Seville", nor "do I have any allergies" in "Jo is allergic to peanuts", keyword
+    only (the stemmer keeps live/moved and allergies/allergic apart)."""
+    _add(engram, "Jo moved to Seville in March", "Jo is allergic to peanuts", "Jo likes jazz")
+    assert _contents(engram, "where do I live", SearchMode.KEYWORD)[:1] == [
+        "Jo moved to Seville in March"
+    ]
+    assert _contents(engram, "do I have any allergies", SearchMode.KEYWORD)[:1] == [
+        "Jo is allergic to peanuts"
+    ]

@@ -98,8 +98,16 @@ _SAME = (
     "postgres postgresql",
     "mongo mongodb",
     "nvim neovim",
+    # what a question says and what the answer said: "where do I live" / "moved to Seville",
+    # "any allergies" / "allergic to peanuts" (the stemmer keeps each pair apart)
+    "live moved",
+    "lives moved",
+    "live relocated",
+    "allergies allergic",
+    "allergy allergic",
 )
-"""Short and long forms of one word in developers' notes (the stemmer keeps them apart)."""
+"""Short and long forms of one word in developers' notes, and the words a question and its
+answer use for one thing (the stemmer keeps each pair apart)."""
 
 
 def _both_ways(pairs: Iterable[str]) -> dict[str, tuple[str, ...]]:
