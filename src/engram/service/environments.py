@@ -352,8 +352,13 @@ class EnvironmentService:
         """Remove a member (``user_id``: their id or name; owners only; anyone may leave an
         environment shared with them)."""
         typed = user_id
-        user_id = self._user(user_id)
+        accounts = self._store.accounts
+        user = accounts.get_user(typed) or accounts.find_user(typed)
+        user_id = typed if user is None else user.id
+        # the role first: a caller who may not manage members learns nothing of users
         env = self.resolve(ref, actor, Role.READER if user_id == actor.user_id else Role.OWNER)
+        if user is None and user_id != actor.user_id:
+            raise NotFound(f"user {typed!r} does not exist", user_id=typed)
         if user_id == env.owner:
             raise InvalidInput(
                 f"{typed!r} owns {env.name!r}: an owner cannot be removed (delete the "
