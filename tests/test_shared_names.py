@@ -217,3 +217,27 @@ def test_members_are_named_by_user_name_or_id(
     with pytest.raises(NotFound, match="user 'nobody' does not exist"):
         engram.environments.share(shared, "nobody", Role.READER, bob)
     assert alice.user_id in {m.user_id for m in engram.environments.members(shared, bob)}
+
+
+@pytest.mark.anyio
+async def test_mcp_lists_how_to_name_each_environment_to_write_to_it(
+    engram: Engram, world: tuple[Actor, Actor, str]
+) -> None:
+    """An agent told "name it 'bob/webapp'" had nowhere to read that name: list_environments
+    gave owners as ids only. Now it maps each environment to the name that writes there."""
+    from mcp import Client as McpClient
+
+    from engram.mcp import Binding, build_server
+
+    alice, _bob, shared = world
+    own = engram.environments.create("notes", alice)
+    async with McpClient(build_server(Binding(engram, alice)), mode="auto") as c:
+        listed = await c.call_tool("list_environments", {})
+        assert listed.structured_content is not None
+        names = listed.structured_content["names"]
+        assert names[shared] == "bob/webapp" and names[own.id] == "notes"
+        stored = await c.call_tool(
+            "remember", {"content": "Alice adds via MCP", "environment": names[shared]}
+        )
+        assert not stored.is_error
+    assert "Alice adds via MCP" in _in(engram, shared)

@@ -17,6 +17,11 @@ class Environments(BaseModel):
     session_default: str | None = Field(
         description="The environment used when a call names none (null: 'default')."
     )
+    names: dict[str, str] = Field(
+        default_factory=dict,
+        description="How to name each environment (by id) as `environment`: its name when it "
+        "is yours, 'owner/name' when it is shared with you (a bare name writes only to yours).",
+    )
 
 
 def register(server: MCPServer[Any], b: Binding) -> None:
@@ -24,11 +29,13 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     def list_environments() -> Environments:
         """The environments (projects) you can use: your own, then those shared with you."""
         actor = b.current_actor()
+        envs = b.engram.environments
         default = b.environment
         if default is not None:  # kept by id: shown as the caller names it
-            envs = b.engram.environments
             default = envs.label(envs.resolve(default, actor), actor)
-        return Environments(environments=b.engram.environments.list(actor), session_default=default)
+        listed = envs.list(actor)
+        names = {e.id: envs.label(e, actor) for e in listed}
+        return Environments(environments=listed, session_default=default, names=names)
 
     @tool(server, "Create an environment", WRITE)
     def create_environment(
