@@ -118,7 +118,7 @@ def members(
     """Who has access to an environment and with which role, the owner first."""
     with service(ctx) as (engram, st):
         found = engram.environments.members(name, st.actor)
-        names = {u.id: u.name for u in engram.accounts.list_users(st.actor)}
+        names = engram.accounts.names(m.user_id for m in found)
     if as_json:
         emit_json(found)
         return

@@ -171,6 +171,12 @@ class AccountService:
         user = self._accounts.get_user(actor.user_id)
         return [] if user is None else [user]
 
+    def names(self, user_ids: Iterable[str]) -> dict[str, str]:
+        """The login name of each of these users (the members, owners and addressees a page
+        shows beside their ids); an id that is no longer a user's is left out."""
+        found = {i: self._accounts.get_user(i) for i in set(user_ids)}
+        return {i: u.name for i, u in found.items() if u is not None}
+
     def user_exists(self, user_id: str) -> bool:
         return self._accounts.get_user(user_id) is not None
 

@@ -12,7 +12,7 @@ import builtins
 
 from pydantic import ValidationError
 
-from engram.accounts import Member, Role, Scope
+from engram.accounts import Member, Role, Scope, User
 from engram.actors import Actor
 from engram.clock import Clock
 from engram.config import DEFAULT_ENVIRONMENT
@@ -138,16 +138,16 @@ class EnvironmentService:
         name is not found)."""
         if isinstance(ref, Environment):
             env, role = ref, self.role_of(ref, actor)
-            self.check(env, role, need, actor, scope)
         else:
             env, role = self._lookup(ref, actor, shared=shared)
-            self.check(env, role, need, actor, scope)  # a reader hears that they are one
-            if need is not Role.READER and env.owner != actor.user_id and is_bare(ref):
-                raise InvalidInput(
-                    f"environment {ref!r} is {self._owner_name(env)}'s, shared with you: to "
-                    f"write to it, name it '{self._owner_name(env)}/{env.name}' or {env.id}",
-                    environment=ref,
-                )
+        self.check(env, role, need, actor, scope)  # a reader hears that they are one first
+        bare = not isinstance(ref, Environment) and is_bare(ref)
+        if bare and need is not Role.READER and env.owner != actor.user_id:
+            raise InvalidInput(
+                f"environment {ref!r} is {self._owner_name(env)}'s, shared with you: to write "
+                f"to it, name it '{self.label(env, actor)}' or {env.id}",
+                environment=ref,
+            )
         return env
 
     def project_to_create(self, ref: str | None, actor: Actor) -> str | None:
@@ -256,11 +256,14 @@ class EnvironmentService:
 
     def _user(self, ref: str) -> str:
         """The id of the user ``ref`` names (their id or login name); NotFound if none."""
-        accounts = self._store.accounts
-        user = accounts.get_user(ref) or accounts.find_user(ref)
+        user = self._named_user(ref)
         if user is None:
             raise NotFound(f"user {ref!r} does not exist", user_id=ref)
         return user.id
+
+    def _named_user(self, ref: str) -> User | None:
+        accounts = self._store.accounts
+        return accounts.get_user(ref) or accounts.find_user(ref)
 
     def label(self, env: Environment, actor: Actor) -> str:
         """How ``actor`` names ``env`` to write to it: its name when it is theirs, else
@@ -352,8 +355,7 @@ class EnvironmentService:
         """Remove a member (``user_id``: their id or name; owners only; anyone may leave an
         environment shared with them)."""
         typed = user_id
-        accounts = self._store.accounts
-        user = accounts.get_user(typed) or accounts.find_user(typed)
+        user = self._named_user(typed)
         user_id = typed if user is None else user.id
         # the role first: a caller who may not manage members learns nothing of users
         env = self.resolve(ref, actor, Role.READER if user_id == actor.user_id else Role.OWNER)

@@ -318,11 +318,7 @@ class HandoffService:
             for_taking=True,  # those left for teammates never crowd out the actor's own
         )
         mine = [
-            h
-            for h in open_
-            if h.for_agent in (None, _agent(agent))
-            and h.for_user in (None, actor.user_id)  # one left for a teammate is theirs
-            and h.source_session != session
+            h for h in open_ if h.for_agent in (None, _agent(agent)) and h.source_session != session
         ]
         automatic = [h for h in mine if h.automatic and h.cwd == cwd]
         if automatic:  # the newest wins: the older ones from this directory expire

@@ -193,10 +193,7 @@ class WritePath:
             batch.add([changes.record(memory, Action.CREATE, actor, why)])
             batch.embedded.append((memory, row))
             return WriteOutcome(
-                action=WriteAction.OUTDATED,
-                memory=memory,
-                reason=f"said before {target.id}, which replaces it ({decision.reason})",
-                redactions=redactions,
+                action=WriteAction.OUTDATED, memory=memory, reason=why, redactions=redactions
             )
         if decision.move is Move.SUPERSEDE and target is not None:
             memory = memory.model_copy(update={"supersedes": target.id})

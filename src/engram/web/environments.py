@@ -20,8 +20,7 @@ def environments(
 ) -> HTMLResponse:
     env = viewer.environment
     members = viewer.engram.environments.members(env.id, viewer.actor)
-    accounts = viewer.engram.store.accounts
-    names = {m.user_id: u.name for m in members if (u := accounts.get_user(m.user_id))}
+    names = viewer.engram.accounts.names(m.user_id for m in members)
     return render(
         request,
         viewer,

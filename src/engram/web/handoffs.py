@@ -23,9 +23,8 @@ def inbox(
     listed = engram.handoffs.list(viewer.actor, states=list(HandoffState), limit=100)
     now = engram.clock()
     rows = [(h, age(now - h.created_at)) for h in listed]
-    accounts = engram.store.accounts
-    people = {h.owner for h in listed} | {h.for_user for h in listed if h.for_user}
-    names = {p: u.name for p in people if (u := accounts.get_user(p)) is not None}
+    people = [h.owner for h in listed] + [h.for_user for h in listed if h.for_user]
+    names = engram.accounts.names(people)
     return render(request, viewer, "handoffs.html", rows=rows, names=names, note=note)
 
 
