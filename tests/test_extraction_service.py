@@ -186,3 +186,54 @@ def test_a_conversation_extracted_again_keeps_one_current_episode(engram: Engram
     assert older.superseded_by == active[0].id and active[0].supersedes == older.id
     restored = engram.lifecycle.undo(older.id, LOCAL)
     assert restored[0].status is Status.ACTIVE
+
+
+def test_a_long_chat_delivered_turn_by_turn_keeps_one_summary_per_part(engram: Engram) -> None:
+    """A chat longer than the extraction window, delivered a turn at a time: each run read the
+    last 20 messages and stored their summary, so every message was summarised by two active
+    episodes (1-20, 11-30, 21-40, ...). Now a conversation's summaries cover parts one after
+    the other, each of at most the window: a run that goes on with the latest part replaces
+    its summary (restorable), and the parts never overlap."""
+    from engram.models import Status
+
+    topics = "Porto Neovim Lisbon school tea Azores bread cycling Rust opera garden chess Kyoto"
+    topics += " violin sailing pottery jazz Madrid yoga camping salsa ramen Berlin kayak poetry"
+    topics += " cider Oslo tennis sushi drums"
+    for topic in topics.split():
+        engram.extraction.add_messages(
+            "long-1",
+            [
+                msg("user", f"I talked about {topic} and the plans around {topic} today."),
+                msg("assistant", f"Thanks for sharing the news about {topic} with me."),
+            ],
+            LOCAL,
+        )
+    flt = MemoryFilter(layers=[Layer.EPISODE], categories=["episode"], statuses=list(Status))
+    episodes = engram.store.list_memories(flt, limit=50)
+    active = sorted(
+        (m for m in episodes if m.status is Status.ACTIVE),
+        key=lambda m: m.metadata["from_position"],
+    )
+    spans = [(m.metadata["from_position"], m.metadata["to_position"]) for m in active]
+    assert spans == [(1, 20), (21, 40), (41, 60)]
+    assert "garden" in active[1].content and "Porto" not in active[1].content
+    assert "salsa" in active[2].content and "pottery" not in active[2].content
+    replaced = [m for m in episodes if m.status is Status.SUPERSEDED]
+    assert {m.superseded_by for m in replaced} == {m.id for m in active}
+    assert engram.lifecycle.undo(replaced[-1].id, LOCAL)[0].status is Status.ACTIVE
+
+
+def test_the_llm_is_told_which_part_its_episode_summarises() -> None:
+    from datetime import UTC, datetime
+
+    from engram.extraction.conversation import Conversation, Message, Speaker, Transcript
+    from engram.extraction.llm import render
+
+    conv = Conversation(id="c1", environment_id="env", created_at=datetime.now(UTC))
+    messages = [
+        Message(id=f"m{i}", conversation_id="c1", position=i, role=Speaker.USER, content=f"x{i}")
+        for i in range(11, 16)
+    ]
+    scoped = render(Transcript(conversation=conv, messages=messages, summary_from=14))
+    assert "summarises only the messages from [m14] on" in scoped
+    assert "summarises only" not in render(Transcript(conversation=conv, messages=messages))

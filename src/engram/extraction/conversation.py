@@ -174,7 +174,15 @@ class Transcript(_Frozen):
 
     conversation: Conversation
     messages: list[Message]
+    summary_from: int = 0
+    """The first position an episode summarises: the messages before it are context, already
+    summarised by an earlier episode of the conversation (0: summarise them all)."""
 
     @property
     def participants(self) -> list[str]:
         return list(dict.fromkeys(m.speaker for m in self.messages if m.role is not Speaker.TOOL))
+
+    @property
+    def summarised(self) -> list[Message]:
+        """The messages an episode of this transcript summarises."""
+        return [m for m in self.messages if m.position >= self.summary_from]

@@ -82,7 +82,14 @@ def render(transcript: Transcript) -> str:
     if len(text) > MAX_TRANSCRIPT_CHARS:  # keep the end: the newest messages matter most
         text = text[-MAX_TRANSCRIPT_CHARS:]
     title = transcript.conversation.title
-    return (f"Conversation: {title}\n" if title else "") + text
+    part = transcript.summarised
+    scope = (
+        f"The episode summarises only the messages from [{part[0].id}] on: the earlier ones "
+        "are context, summarised already.\n"
+        if part and len(part) < len(transcript.messages)
+        else ""
+    )
+    return (f"Conversation: {title}\n" if title else "") + scope + text
 
 
 _FENCE_RE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
@@ -127,7 +134,8 @@ def to_proposals(answer: LLMAnswer, transcript: Transcript, extractor: str) -> l
         )
     if answer.episode is not None:
         e = answer.episode
-        times = [m.created_at for m in transcript.messages if m.created_at is not None]
+        part = transcript.summarised
+        times = [m.created_at for m in part if m.created_at is not None]
         out.append(
             Proposal(
                 layer=Layer.EPISODE,
@@ -136,11 +144,11 @@ def to_proposals(answer: LLMAnswer, transcript: Transcript, extractor: str) -> l
                 kind="episode",
                 importance=0.6,
                 confidence=0.75,
-                source_message_ids=[m.id for m in transcript.messages],
+                source_message_ids=[m.id for m in part],
                 episode=EpisodeDetails(
                     period_start=min(times) if times else None,
                     period_end=max(times) if times else None,
-                    participants=transcript.participants,
+                    participants=transcript.model_copy(update={"messages": part}).participants,
                     conversation_id=transcript.conversation.id,
                     key_decisions=e.key_decisions,
                     open_questions=e.open_questions,

@@ -43,8 +43,14 @@ class RuleExtractor:
         facts = fact_proposals(items, others)
         procedures = step_lists(transcript.messages) + rules(items)
         out = facts + procedures
-        if self.episodes and len(transcript.messages) >= self.min_messages_for_episode:
+        part = transcript.summarised
+        if self.episodes and len(part) >= self.min_messages_for_episode:
             decisions = [f for f in facts if f.kind == "decision"]
+            if len(part) < len(transcript.messages):  # the episode of the new part alone
+                ids = {m.id for m in part}
+                decisions = [f for f in decisions if ids.intersection(f.source_message_ids)]
+                items = [s for s in items if s.message.id in ids]
+                transcript = transcript.model_copy(update={"messages": part})
             episode = episode_proposal(transcript, items, decisions)
             if episode is not None:
                 out.append(episode)

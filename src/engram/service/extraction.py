@@ -39,7 +39,7 @@ from engram.extraction.turns import message_memories
 from engram.ids import new_id
 from engram.lifecycle.report import WriteOutcome
 from engram.limits import MAX_MESSAGES
-from engram.models import Layer, NewMemory
+from engram.models import Layer, Memory, NewMemory
 from engram.scrub import Redactions, Scrubber, scrub_value
 from engram.service.environments import EnvironmentService
 from engram.service.lifecycle import EPISODE_CATEGORY, LifecycleService
@@ -340,9 +340,12 @@ class ExtractionService:
         if not fresh:
             return ExtractionResult(conversation_id=conv.id, dry_run=dry_run, extractor="none")
         start = min(m.position for m in fresh)
+        last = max(m.position for m in fresh)
         context = [m for m in window if m.position >= start - self.config.window]
+        first = bool(context) and context[0].position == 1
+        summary_from, continued = (0, None) if first else self._part(conv, context, start, last)
         extraction = (extractor or self.extractor).run(
-            Transcript(conversation=conv, messages=context)
+            Transcript(conversation=conv, messages=context, summary_from=summary_from)
         )
         said = {m.id: m.created_at for m in context if m.created_at is not None}
         # dated here, so a dry run and the result show the text that is stored
@@ -365,8 +368,10 @@ class ExtractionService:
             # another delivery extracted these messages first
             return result.model_copy(update={"proposals": []})
         try:
-            whole = extraction.whole and bool(context) and context[0].position == 1
-            outcomes, via = self._store(proposals, conv, actor, context, whole=whole)
+            part = None
+            if extraction.whole:  # its episode summarises the messages it was told to
+                part = _Part(max(summary_from, context[0].position), last, first, continued)
+            outcomes, via = self._store(proposals, conv, actor, context, part=part)
         except BaseException:
             self.conversations.advance_extraction(conv.id, new_state, state)
             raise
@@ -379,20 +384,74 @@ class ExtractionService:
         actor: Actor,
         messages: Sequence[Message] = (),
         *,
-        whole: bool = False,
+        part: _Part | None = None,
     ) -> tuple[list[ProposalOutcome], str | None]:
-        """Store the proposals through the lifecycle; ``whole``: the extractor read the
-        conversation from its first message, so its episode replaces earlier summaries."""
+        """Store the proposals through the lifecycle; ``part``: the messages the episode
+        summarises (None: not known, an LLM's prompt was cut), kept in its metadata, and the
+        earlier summaries it replaces."""
         if not proposals:
             return [], None
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
         news = [_timed(p.to_new_memory(conv.id), p, said) for p in proposals]
+        if part is not None:
+            span = {"from_position": part.start, "to_position": part.end}
+            news = [
+                n.model_copy(update={"metadata": {**n.metadata, **span}})
+                if n.layer is Layer.EPISODE and n.category == EPISODE_CATEGORY
+                else n
+                for n in news
+            ]
         decisions = self._lifecycle.remember_many(news, actor, conv.environment_id)
-        if whole:
+        replaces = [] if part is None else part.replaces
+        if replaces is None or replaces:
             for d in decisions:
                 if d.memory.layer is Layer.EPISODE and d.memory.category == EPISODE_CATEGORY:
-                    self._lifecycle.replace_episodes(d.memory, actor)
+                    self._lifecycle.replace_episodes(d.memory, actor, replaces)
         return [_outcome(i, d) for i, d in enumerate(decisions)], "lifecycle.remember"
+
+    def _part(
+        self, conv: Conversation, context: Sequence[Message], start: int, last: int
+    ) -> tuple[int, Memory | None]:
+        """Where the episode of a run that does not read from the first message starts, and
+        the earlier summary it replaces: a conversation's summaries cover parts of at most
+        ``config.window`` messages, one after the other. The part the latest summary covers
+        goes on while it stays that short (its summary replaced by one of the longer part);
+        else a new part starts at the first new message."""
+        latest = max(
+            (
+                (int(m.metadata["to_position"]), int(m.metadata["from_position"]), m)
+                for m in self._lifecycle.episodes_of(conv.environment_id, conv.id)
+                if isinstance(m.metadata.get("from_position"), int)
+                and isinstance(m.metadata.get("to_position"), int)
+            ),
+            default=None,
+            key=lambda t: (t[0], t[1]),
+        )
+        if latest is not None:
+            end, begin, summary = latest
+            held = bool(context) and context[0].position <= begin
+            if held and end < start and last - begin < self.config.window:
+                return begin, summary
+        return start, None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """The messages (by position) a run's episode summarises, and what it replaces: every
+    earlier summary (``first``: it read from the first message) or the one of the part it
+    continues."""
+
+    start: int
+    end: int
+    first: bool
+    continues: Memory | None
+
+    @property
+    def replaces(self) -> list[Memory] | None:
+        """The summaries its episode replaces (None: every earlier one)."""
+        if self.first:
+            return None
+        return [] if self.continues is None else [self.continues]
 
 
 def _said_at(proposal: Proposal, said: dict[str, datetime]) -> datetime | None:

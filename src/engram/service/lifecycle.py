@@ -74,19 +74,31 @@ class LifecycleService:
         env = self._envs.resolve(environment, actor, Role.WRITER)
         return self._writes.remember_many(env.id, items, actor)
 
-    def replace_episodes(self, newer: Memory, actor: Actor) -> list[str]:
-        """The earlier summaries of ``newer``'s conversation (active episodes of its thread),
-        superseded by ``newer``, a summary of the whole conversation so far: a conversation
-        extracted again has one current episode, not one per run. Their ids."""
-        if newer.thread is None:
-            return []
+    def episodes_of(self, environment_id: str, thread: str) -> list[Memory]:
+        """The active summaries (episodes of the extraction's category) of one conversation."""
         flt = MemoryFilter(
-            environment_ids=[newer.environment_id],
+            environment_ids=[environment_id],
             layers=[Layer.EPISODE],
             categories=[EPISODE_CATEGORY],
-            threads=[newer.thread],
+            threads=[thread],
         )
-        older = [m for m in self._store.list_memories(flt, limit=50) if m.id != newer.id]
+        return self._store.list_memories(flt, limit=50)
+
+    def replace_episodes(
+        self, newer: Memory, actor: Actor, older: Sequence[Memory] | None = None
+    ) -> list[str]:
+        """Earlier summaries of ``newer``'s conversation superseded by ``newer``, which
+        summarises what they did and more: ``older`` (each still active), or with none given
+        every active episode of its thread (``newer`` summarises the whole conversation so
+        far). A conversation extracted again has one current summary of each part, not one
+        per run. Their ids."""
+        if newer.thread is None:
+            return []
+        held = self.episodes_of(newer.environment_id, newer.thread)
+        if older is not None:
+            wanted = {m.id for m in older}
+            held = [m for m in held if m.id in wanted]
+        older = [m for m in held if m.id != newer.id]
         if not older:
             return []
         now, why = self._clock(), "a later summary of the same conversation"
