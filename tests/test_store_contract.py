@@ -111,6 +111,34 @@ def test_a_failed_write_leaves_nothing(store: Store) -> None:
     assert [m.content for m in store.get(["m1", "m2"])] == ["first"]
 
 
+def test_atomic_keeps_all_of_a_block_or_none_of_it(store: Store) -> None:
+    """Every write in ``atomic()`` (memories by group commit, environments, sub-stores) is one
+    transaction: the block reads its own writes, a failure inside it, even one the block
+    caught after a savepoint rolled it back, keeps nothing once the block raises, and a block
+    that ends commits all of it."""
+    from engram.accounts import User
+
+    user = User(id="usr_1", name="ann", created_at=T0)
+    with pytest.raises(RuntimeError), store.atomic():
+        store.accounts.create_user(user, None)
+        _env(store)
+        store.write([_change(_memory("m1", "first"))])
+        with pytest.raises(Conflict):  # a savepoint: the block goes on
+            store.write([_change(_memory("m1", "again"))])
+        assert [m.content for m in store.get(["m1"])] == ["first"]
+        assert store.get_environment("env_a") is not None
+        assert store.accounts.get_user("usr_1") == user
+        raise RuntimeError("the block fails")
+    assert store.list_environments() == [] and store.accounts.list_users() == []
+    assert store.get(["m1"]) == [] and store.count(MemoryFilter(statuses=list(Status))) == 0
+    with store.atomic():
+        _env(store)
+        store.write([_change(_memory("m1", "first"))])
+    assert [m.content for m in store.get(["m1"])] == ["first"]
+    store.write([_change(_memory("m2", "after"))])  # the store writes as before
+    assert [m.content for m in store.get(["m1", "m2"])] == ["first", "after"]
+
+
 def test_filters_orders_and_counts(store: Store) -> None:
     _env(store)
     _env(store, "env_b")

@@ -247,6 +247,9 @@ class ScrubbingStore(_Audited):
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return self.inner.run_exclusive(name)
 
+    def atomic(self) -> AbstractContextManager[None]:
+        return self.inner.atomic()
+
     def applied_migrations(self) -> list[str]:
         return self.inner.applied_migrations()
 

@@ -282,6 +282,15 @@ class Store(Protocol):
         once at a time (maintenance runs)."""
         ...
 
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction around the block: every write this thread makes through the store
+        and its sub-stores inside it is committed when the block ends, and none is kept if it
+        raises. Reads in the block see its writes; other threads and processes see none of
+        them before the commit (their writes wait for it on SQLite; on PostgreSQL those to the
+        rows it wrote). For work that must land whole or not at all (an archive restore); not
+        re-entrant, and it holds the writer (SQLite) or a connection (PostgreSQL) throughout."""
+        ...
+
     def applied_migrations(self) -> list[str]:
         """Names of the migrations recorded as applied, in order."""
         ...

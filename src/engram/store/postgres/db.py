@@ -7,6 +7,9 @@ receive the :class:`PostgresDatabase` as ``db``:
   raises). Use it for every write; several statements in it commit together.
 - ``with db.reader() as conn:`` a pooled connection in autocommit mode for reads; each statement
   sees the latest commit. Never write through it.
+- ``with db.atomic():`` one transaction around the block for this thread: inside it every
+  ``tx()`` is a savepoint of it, and ``reader()`` and ``connection()`` are its connection (reads
+  see the block's writes); it commits when the block ends, or nothing of it is kept.
 - ``with db.advisory_lock("maintenance") as got:`` a session-level advisory lock held for the
   block, so work that must run once across processes (maintenance, extraction jobs) is
   serialised through the database. ``wait=False`` returns ``False`` at once if another holder
@@ -29,6 +32,7 @@ import functools
 import hashlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -131,6 +135,7 @@ class PostgresDatabase:
         except (psycopg.Error, PoolTimeout) as exc:
             raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
         self._closed = False
+        self._local = threading.local()  # .atomic: the connection of this thread's atomic()
         if migrate:
             from engram.store.postgres import migrations
 
@@ -140,11 +145,20 @@ class PostgresDatabase:
                 self.close()
                 raise
 
+    def in_atomic(self) -> bool:
+        """Is :meth:`atomic` open on this thread?"""
+        return getattr(self._local, "atomic", None) is not None
+
     @contextmanager
     def connection(self) -> Iterator[Connection]:
-        """A pooled connection in autocommit mode, returned to the pool afterwards."""
+        """A pooled connection in autocommit mode, returned to the pool afterwards; inside
+        :meth:`atomic`, its connection (in its transaction)."""
         if self._closed:
             raise StorageError("the store is closed")
+        held: Connection | None = getattr(self._local, "atomic", None)
+        if held is not None:
+            yield held
+            return
         try:
             with self.pool.connection() as conn:
                 yield conn
@@ -160,13 +174,16 @@ class PostgresDatabase:
         ``pipeline``: the statements are sent without waiting for each result (psycopg's
         pipeline mode; the block must not read results) and the transaction costs one round
         trip (no BEGIN and COMMIT of their own). ``requests``: the reserved requests whose
-        writes it commits (default: the one in flight in this context)."""
+        writes it commits (default: the one in flight in this context). Inside :meth:`atomic`,
+        a savepoint of its transaction (never a pipeline)."""
         marks = [CURRENT.get()] if requests is None else list(requests)
+        pipeline = pipeline and not self.in_atomic()
         try:
             with (
                 self.connection() as conn,
                 # a pipeline's statements up to its sync are one implicit transaction,
-                # committed at the sync, all rolled back if one fails
+                # committed at the sync, all rolled back if one fails; in an atomic() block
+                # transaction() is a savepoint
                 conn.pipeline() if pipeline else conn.transaction(),
             ):
                 yield conn
@@ -179,6 +196,22 @@ class PostgresDatabase:
                 f"PostgreSQL aborted the transaction ({exc.sqlstate}): {exc}",
                 sqlstate=exc.sqlstate,
             ) from exc
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction around the block, for this thread (see the module docstring), on
+        one pooled connection held throughout. Not re-entrant."""
+        if self.in_atomic():
+            raise StorageError("a store transaction is already open on this thread")
+        try:
+            with self.connection() as conn, conn.transaction():
+                self._local.atomic = conn
+                try:
+                    yield
+                finally:
+                    self._local.atomic = None
+        except psycopg.errors.IntegrityError as exc:
+            raise Conflict(f"the change clashes with stored data: {exc}") from exc
 
     def run(self, work: Callable[[Connection], T], *, serializable: bool = False) -> T:
         """``work(conn)`` in one transaction (SERIALIZABLE if asked), run again from the start

@@ -119,6 +119,9 @@ class PostgresStore:
         # a session advisory lock: released by PostgreSQL if this process dies holding it
         return self.db.advisory_lock(f"run:{name}", wait=False)
 
+    def atomic(self) -> AbstractContextManager[None]:
+        return self.db.atomic()
+
     def applied_migrations(self) -> list[str]:
         with self.db.reader() as conn:
             return applied(conn)
@@ -176,7 +179,9 @@ class PostgresStore:
         """Group commit (:mod:`engram.store.group_commit`): each group one pipelined
         transaction (one round trip, one WAL flush, one hold of the stamp's row lock); a write
         alone is retried when PostgreSQL aborts it for contention."""
-        if changes:
+        if changes and self.db.in_atomic():  # in its transaction: no other thread's write joins
+            self._write_group([WriteJob(changes, audit)])
+        elif changes:
             self._group.write(WriteJob(changes, audit))
 
     @retried

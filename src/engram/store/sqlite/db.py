@@ -10,6 +10,9 @@ reviews, locks), which receive the :class:`SQLiteDatabase` as ``db``:
   and never waits for the writer.
 - ``with db.tx_lock():`` hold the write lock across several ``db.tx_unlocked()`` transactions
   (the store's group commit).
+- ``with db.atomic():`` one transaction around the block for this thread: inside it ``tx()``
+  and ``tx_unlocked()`` are savepoints of it and ``reader()`` is the writer connection (reads
+  see the block's writes); it commits when the block ends, or nothing of it is kept.
 - ``db.point_read(sql, params)`` one row of a small lookup that writes depend on.
 - Schema changes are named migrations appended to ``migrations_later.LATER``; they run when a
   :class:`SQLiteDatabase` is opened.
@@ -96,8 +99,15 @@ class SQLiteDatabase:
         self._readers_lock = threading.Lock()
         self._closed = False
 
+    def in_atomic(self) -> bool:
+        """Is :meth:`atomic` open on this thread?"""
+        return bool(getattr(self._local, "atomic", False))
+
     def reader(self) -> sqlite3.Connection:
-        """This thread's read-only connection (opened on first use)."""
+        """This thread's read-only connection (opened on first use); inside :meth:`atomic`,
+        the writer, so that the block reads what it wrote."""
+        if self.in_atomic():
+            return self._writer
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
@@ -124,34 +134,59 @@ class SQLiteDatabase:
 
     @contextmanager
     def tx_lock(self) -> Iterator[None]:
-        """Hold the single write lock (for a group of transactions)."""
+        """Hold the single write lock (for a group of transactions); inside :meth:`atomic` this
+        thread holds it already."""
+        if self.in_atomic():
+            yield
+            return
         with self._write_lock:
             yield
 
     @contextmanager
     def tx_unlocked(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; the caller holds :meth:`tx_lock`."""
+        """One write transaction; the caller holds :meth:`tx_lock`. Inside :meth:`atomic`, a
+        savepoint of its transaction."""
         if self._closed:
             raise StorageError("the store is closed")
         conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
+        nested = self.in_atomic()
+        conn.execute("SAVEPOINT tx" if nested else "BEGIN IMMEDIATE")
         try:
             yield conn
         except BaseException as exc:
-            conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK TO tx" if nested else "ROLLBACK")
+            if nested:
+                conn.execute("RELEASE tx")
             if isinstance(exc, sqlite3.IntegrityError):
                 # a unique or reference rule broke: the caller's view of the data was stale
                 raise Conflict(f"the change clashes with stored data: {exc}") from exc
             raise
+        if nested:
+            conn.execute("RELEASE tx")
+            return
         conn.execute("COMMIT")
         self._checkpointer.committed(conn.total_changes)
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction on the single writer connection."""
-        with self._write_lock, self.tx_unlocked() as conn:
+        with self.tx_lock(), self.tx_unlocked() as conn:
             yield conn
             idempotency.mark_executed(conn, idempotency.CURRENT.get(), "?")
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One transaction around the block, for this thread (see the module docstring). The
+        write lock is held throughout: other threads' writes wait for the block, other
+        processes' for as long as ``busy_timeout`` allows. Not re-entrant."""
+        if self.in_atomic():
+            raise StorageError("a store transaction is already open on this thread")
+        with self._write_lock, self.tx_unlocked():
+            self._local.atomic = True
+            try:
+                yield
+            finally:
+                self._local.atomic = False
 
     def applied_migrations(self) -> list[str]:
         return migrations.applied(self.reader())

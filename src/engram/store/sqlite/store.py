@@ -168,6 +168,9 @@ class SQLiteStore:
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self.db, name)
 
+    def atomic(self) -> AbstractContextManager[None]:
+        return self.db.atomic()
+
     def close(self) -> None:
         # the next process starts from the copy saved; if saving fails, it reads the vectors
         # from the database instead
@@ -233,8 +236,11 @@ class SQLiteStore:
 
     # -- memories ----------------------------------------------------------------------------
     def write(self, changes: Sequence[Change], audit: Sequence[AuditEntry] = ()) -> None:
-        """Group commit (:mod:`engram.store.group_commit`) on the single writer's lock."""
-        if changes:
+        """Group commit (:mod:`engram.store.group_commit`) on the single writer's lock; inside
+        :meth:`atomic`, in its transaction (no other thread's write joins it)."""
+        if changes and self.db.in_atomic():
+            self._commit_group([WriteJob(changes, audit)])
+        elif changes:
             self._group.write(WriteJob(changes, audit))
 
     def _commit_group(self, batch: list[WriteJob]) -> None:
