@@ -21,7 +21,7 @@ from rich.table import Table
 from engram.actors import Actor
 from engram.cli.common import EnvOption, JsonOption, console, emit_json, service
 from engram.cli.memories import redacted
-from engram.errors import Conflict, InvalidInput, MissingDependency, StorageError
+from engram.errors import Conflict, InvalidInput, MissingDependency
 from engram.models import Layer, MemoryFilter, Status
 from engram.portability.archive import read as read_archive
 from engram.portability.bundle import from_iso
@@ -50,7 +50,11 @@ def import_(
     ] = None,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Archive: restore into a non-empty home (keeps what exists)."),
+        typer.Option(
+            "--force",
+            help="Archive: restore into a non-empty home (keeps what exists; a failed restore "
+            "changes nothing).",
+        ),
     ] = False,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
@@ -61,7 +65,7 @@ def import_(
     session transcripts. Conversations go through extraction and memories through the
     lifecycle, as live data does. Importing the same export again adds nothing; an interrupted
     import picks up where it stopped. An Engram archive (engram export --archive) is restored
-    as it was, into an empty home."""
+    as it was, into an empty home, whole or not at all."""
     with service(ctx) as (engram, st):
         target = st.current_environment(env)
         entries = read_input(path)
@@ -117,14 +121,12 @@ def _restore(
     if as_json:
         emit_json({"counts": report.counts, "checks": report.checks})
         return
-    # with --force the home may hold more than the archive: a collection then differs
-    mismatch = "differs (kept what existed)" if force else "MISMATCH"
+    # a restore that would not verify is refused whole (nothing written); with --force the
+    # home may hold more than the archive: a collection then differs
     for name, count in report.counts.items():
-        mark = "ok" if report.checks.get(name) else mismatch
+        mark = "ok" if report.checks.get(name) else "differs (kept what existed)"
         console.print(f"{name:<16} {count:>8}  {mark}")
     bad = [n for n, ok in report.checks.items() if not ok]
-    if bad and not force:
-        raise StorageError(f"the restored home differs from the archive in: {', '.join(bad)}")
     console.print("restored and verified" if not bad else "restored beside what this home held")
 
 

@@ -4,7 +4,9 @@ times and versions kept), so that exporting again gives byte-identical collectio
 
 Reads and writes go through the :class:`Store` protocol and its sub-stores only. Restoring is
 a copy of stored history, not new activity: it goes around the lifecycle and is not itself
-audited (the archive's audit log is restored as it was).
+audited (the archive's audit log is restored as it was). It is all or nothing: every record is
+read into its model first, then written and checked in one store transaction
+(:meth:`Store.atomic`).
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ import base64
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import ValidationError
 
 from engram.accounts import AuditEntry, AuditQuery, Member, User
 from engram.actors import Actor
 from engram.clock import Clock
-from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from engram.errors import Conflict, InvalidInput, NotFound, PermissionDenied, StorageError
 from engram.extraction.conversation import Conversation, ExtractionState, Message, NewMessage
 from engram.handoffs import Handoff
 from engram.lifecycle.reviews import ReviewItem, ReviewStatus
@@ -36,6 +39,7 @@ from engram.store.providers import ProviderRecord
 
 _PAGE = 1000
 _ALL = 1_000_000_000
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,13 @@ class ArchiveService:
     def restore(self, entries: list[Entry], actor: Actor, *, force: bool = False) -> RestoreReport:
         """Write an archive's records into this store as they were. An archive is restored into
         an empty home (with ``force``, into a non-empty one: records whose id exists are kept).
-        The result is checked: every collection must export to the archive's bytes."""
+
+        All or nothing: every record is read into its model before anything is written (a
+        malformed one is an :class:`InvalidInput` naming its collection and record), then
+        everything is written in one store transaction and checked there: every collection
+        must export to the archive's bytes (with ``force`` a collection may also hold what the
+        home had; it is reported, not refused). A write that fails or a check that does not
+        hold leaves the home as it was."""
         if actor.interface != "local":
             raise PermissionDenied("only the local owner can restore an archive")
         manifest, records = archive.read(entries)
@@ -242,7 +252,7 @@ class ArchiveService:
         clashes = sorted(
             f"{r['name']!r} of {r['owner']}"
             for r in records.get("environments", [])
-            if isinstance(r, dict)  # a malformed record is the writers' to report
+            if isinstance(r, dict)  # a malformed record is the reading's to report
             and by_name.get((r.get("owner"), r.get("name")), r.get("id")) != r.get("id")
         )
         if clashes:
@@ -251,8 +261,10 @@ class ArchiveService:
                 "restore the archive into a home that was never initialised",
                 environments=clashes,
             )
-        vectors = bool(records.get("vectors"))
-        writers: list[tuple[str, Callable[[list[Any]], None]]] = [
+        plan = _Plan.read(records)
+        scope = str(manifest.get("scope", "all"))
+        account = scope.split(":", 1)[1] if scope.startswith("account:") else None
+        writers: list[tuple[str, Callable[[_Plan], None]]] = [
             ("users", self._put_users),
             ("environments", self._put_envs),
             ("members", self._put_members),
@@ -268,86 +280,80 @@ class ArchiveService:
             ("handoffs", self._put_handoffs),
             ("profile", self._put_profile),
         ]
-        for name, put in writers:
-            try:
-                put(records.get(name, []))
-            except (TypeError, ValueError, KeyError) as exc:
-                raise InvalidInput(
-                    f"archive collection {name!r}: a malformed record ({exc})"
-                ) from exc
-        scope = str(manifest.get("scope", "all"))
-        account = scope.split(":", 1)[1] if scope.startswith("account:") else None
-        again = {c.name: c for c in self.collections(account=account, vectors=vectors)}
-        checks = {
-            name: again[name].sha256 == info["sha256"]
-            for name, info in manifest["collections"].items()
-        }
+        with self._store.atomic():
+            for name, put in writers:
+                try:
+                    put(plan)
+                except Conflict as exc:
+                    raise Conflict(
+                        f"archive collection {name!r}: {exc.message}; nothing restored",
+                        collection=name,
+                    ) from exc
+            again = {c.name: c for c in self.collections(account=account, vectors=plan.vectors)}
+            checks = {
+                name: again[name].sha256 == info["sha256"]
+                for name, info in manifest["collections"].items()
+            }
+            bad = [name for name, ok in checks.items() if not ok]
+            if bad and not force:  # rolls the whole restore back
+                raise StorageError(
+                    f"the restored home would differ from the archive in: {', '.join(bad)}; "
+                    "nothing restored",
+                    collections=bad,
+                )
         return RestoreReport({k: len(v) for k, v in records.items()}, checks)
 
-    def _put_users(self, rows: list[Any]) -> None:
-        for r in rows:
-            user = User(**r)
+    def _put_users(self, plan: _Plan) -> None:
+        for user in plan.users:
             if self._store.accounts.get_user(user.id) is None:
                 self._store.accounts.create_user(user, None)
 
-    def _put_envs(self, rows: list[Any]) -> None:
-        for r in rows:
-            env = Environment(**r)
+    def _put_envs(self, plan: _Plan) -> None:
+        for env in plan.environments:
             if self._store.get_environment(env.id) is None:
                 self._store.create_environment(env)
 
-    def _put_members(self, rows: list[Any]) -> None:
-        for r in rows:
-            self._store.accounts.put_member(Member(**r))
+    def _put_members(self, plan: _Plan) -> None:
+        for member in plan.members:
+            self._store.accounts.put_member(member)
 
-    def _put_reviews(self, rows: list[Any]) -> None:
-        for r in rows:
-            self._store.reviews.put_review(ReviewItem(**r))
+    def _put_reviews(self, plan: _Plan) -> None:
+        for item in plan.reviews:
+            self._store.reviews.put_review(item)
 
-    def _put_memories(self, rows: list[Any]) -> None:
+    def _put_memories(self, plan: _Plan) -> None:
         have = set()
-        for start in range(0, len(rows), _PAGE):
-            ids = [r["memory"]["id"] for r in rows[start : start + _PAGE]]
+        for start in range(0, len(plan.memories), _PAGE):
+            ids = [m.id for m, _ in plan.memories[start : start + _PAGE]]
             have |= {m.id for m in self._store.get(ids)}
-        for r in rows:
-            memory = Memory(**r["memory"])
+        for memory, versions in plan.memories:
             if memory.id not in have:
-                versions = [MemoryVersion(**v) for v in r["versions"]]
                 self._store.write([Change(memory, v) for v in versions])
 
-    def _put_vectors(self, rows: list[Any]) -> None:
-        by_model: dict[str, list[EmbeddingUpdate]] = {}
-        for r in rows:
-            vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(np.float32)
-            by_model.setdefault(r["model"], []).append(
-                EmbeddingUpdate(r["memory_id"], r["content_hash"], vector)
-            )
-        for model, updates in sorted(by_model.items()):
+    def _put_vectors(self, plan: _Plan) -> None:
+        for model, updates in sorted(plan.embeddings.items()):
             for start in range(0, len(updates), _PAGE):
                 self._store.put_embeddings(model, updates[start : start + _PAGE])
 
-    def _put_snapshots(self, rows: list[Any]) -> None:
-        for r in rows:
-            snap = SoulSnapshot(**r["snapshot"])
-            existing = {s.id for s in self._store.soul.snapshots(r["owner"], snap.environment_id)}
+    def _put_snapshots(self, plan: _Plan) -> None:
+        for owner, snap in plan.snapshots:
+            existing = {s.id for s in self._store.soul.snapshots(owner, snap.environment_id)}
             if snap.id not in existing:
-                self._store.soul.write(r["owner"], [], snap)
+                self._store.soul.write(owner, [], snap)
 
-    def _put_soul(self, rows: list[Any]) -> None:
-        versions = [(r["owner"], SoulBlockVersion(**r["version"])) for r in rows]
-        versions.sort(
-            key=lambda x: (x[0], x[1].state.environment_id or "", x[1].state.name, x[1].version)
+    def _put_soul(self, plan: _Plan) -> None:
+        versions = sorted(
+            plan.soul,
+            key=lambda x: (x[0], x[1].state.environment_id or "", x[1].state.name, x[1].version),
         )
         for owner, v in versions:
             stored = self._store.soul.versions(owner, v.state.environment_id, v.state.name)
             if len(stored) < v.version:
                 self._store.soul.write(owner, [v])
 
-    def _put_conversations(self, rows: list[Any]) -> None:
-        for r in rows:
-            conv = Conversation(**r["conversation"])
+    def _put_conversations(self, plan: _Plan) -> None:
+        for conv, state, messages in plan.conversations:
             self._conversations.create_conversation(conv)
-            messages = [Message(**m) for m in r["messages"]]
             stored = self._conversations.count_messages(conv.id)
             fresh = messages[stored:]
             news = [
@@ -362,73 +368,190 @@ class ArchiveService:
             ]
             if news:
                 self._conversations.append_messages(conv.id, news, [m.id for m in fresh])
-            state = ExtractionState(**r["state"])
             self._conversations.advance_extraction(
                 conv.id, self._conversations.extraction_state(conv.id), state
             )
 
-    def _put_audit(self, rows: list[Any]) -> None:
+    def _put_audit(self, plan: _Plan) -> None:
         have = {a.id for a in _audit(self._store)}
-        entries = sorted(
-            (AuditEntry(**r) for r in rows if r["id"] not in have), key=lambda a: (a.at, a.id)
-        )
+        entries = sorted((a for a in plan.audit if a.id not in have), key=lambda a: (a.at, a.id))
         for start in range(0, len(entries), _PAGE):
             self._store.audit.append(entries[start : start + _PAGE])
 
-    def _put_imports(self, rows: list[Any]) -> None:
+    def _put_imports(self, plan: _Plan) -> None:
         by_env: dict[str, list[tuple[str, str]]] = {}
-        for r in rows:
-            by_env.setdefault(r["environment_id"], []).append((r["key"], r["target"]))
+        for env_id, key, target in plan.imports:
+            by_env.setdefault(env_id, []).append((key, target))
         for env_id, pairs in by_env.items():
             self._store.imports.record(env_id, pairs)
 
-    def _put_handoffs(self, rows: list[Any]) -> None:
-        for r in rows:
-            handoff = Handoff(**r)
+    def _put_handoffs(self, plan: _Plan) -> None:
+        for handoff in plan.handoffs:
             if self._store.handoffs.get(handoff.id) is None:
                 self._store.handoffs.add(handoff)
 
-    def _put_profile(self, rows: list[Any]) -> None:
+    def _put_profile(self, plan: _Plan) -> None:
         profile = self._store.profile
-        for r in rows:
-            if r["kind"] == "learning":
-                profile.set_learning(str(r["user_id"]), bool(r["enabled"]))
-            elif r["kind"] == "entry":
-                e = r["entry"]
-                if profile.get_entry(e["id"]) is None:
-                    profile.put_entry(
-                        ProfileEntry(
-                            id=e["id"],
-                            user_id=e["user_id"],
-                            key=e["key"],
-                            text=e["text"],
-                            projects=tuple(e["projects"]),
-                            stated_global=bool(e["stated_global"]),
-                            created_at=datetime.fromisoformat(e["created_at"]),
-                            updated_at=datetime.fromisoformat(e["updated_at"]),
-                        )
-                    )
-            else:
-                raise ValueError(f"unknown profile record kind {r['kind']!r}")
+        for user_id, enabled in plan.learning:
+            profile.set_learning(user_id, enabled)
+        for entry in plan.profile:
+            if profile.get_entry(entry.id) is None:
+                profile.put_entry(entry)
 
-    def _put_settings(self, rows: list[Any]) -> None:
-        for r in rows:
-            if r["kind"] != "llm_provider":
-                raise ValueError(f"unknown setting kind {r['kind']!r}")
-            if self._store.providers.get_provider(r["name"]) is not None:
-                continue
-            v = r["value"]
-            self._store.providers.put_provider(
-                ProviderRecord(
-                    name=r["name"],
-                    kind=v["kind"],
-                    base_url=v["base_url"],
-                    model=v["model"],
-                    encrypted_key=None,
-                    timeout=float(v["timeout"]),
-                    created_at=datetime.fromisoformat(v["created_at"]),
-                )
-            )
+    def _put_settings(self, plan: _Plan) -> None:
+        for record in plan.providers:
+            if self._store.providers.get_provider(record.name) is None:
+                self._store.providers.put_provider(record)
+
+
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError)
+"""What reading a record that is not what its collection holds raises (pydantic's
+``ValidationError`` is a ``ValueError``)."""
+
+
+def _records(name: str, rows: list[Any], read: Callable[[dict[str, Any]], _T]) -> list[_T]:
+    """Each of a collection's records read into its model; a malformed one is refused naming
+    the collection, the record (its line in ``<name>.jsonl``) and its id where it has one."""
+    out: list[_T] = []
+    for n, row in enumerate(rows, 1):
+        try:
+            if not isinstance(row, dict):
+                raise TypeError(f"not a JSON object: {archive.canonical(row)[:80]}")
+            out.append(read(row))
+        except _MALFORMED as exc:
+            raise InvalidInput(
+                f"archive collection {name!r}, record {n}{_which(row)}: a malformed record "
+                f"({_why(exc)}); nothing restored",
+                collection=name,
+                record=n,
+            ) from exc
+    return out
+
+
+def _which(row: Any) -> str:
+    """`` (id '…')`` for a record (or the record it wraps) that names its id."""
+    if not isinstance(row, dict):
+        return ""
+    for inner in (row, *(v for v in row.values() if isinstance(v, dict))):
+        for key in ("id", "memory_id", "name"):
+            if isinstance(inner.get(key), str):
+                return f" ({key} {inner[key]!r})"
+    return ""
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in exc.errors()
+        )
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r}"
+    return str(exc)
+
+
+def _vector(r: dict[str, Any]) -> tuple[str, EmbeddingUpdate]:
+    vector = np.frombuffer(base64.b64decode(r["vector"]), dtype="<f4").astype(np.float32)
+    return str(r["model"]), EmbeddingUpdate(str(r["memory_id"]), str(r["content_hash"]), vector)
+
+
+def _conversation(r: dict[str, Any]) -> tuple[Conversation, ExtractionState, list[Message]]:
+    return (
+        Conversation(**r["conversation"]),
+        ExtractionState(**r["state"]),
+        [Message(**m) for m in r["messages"]],
+    )
+
+
+def _setting(r: dict[str, Any]) -> ProviderRecord:
+    if r["kind"] != "llm_provider":
+        raise ValueError(f"unknown setting kind {r['kind']!r}")
+    v = r["value"]
+    return ProviderRecord(
+        name=str(r["name"]),
+        kind=str(v["kind"]),
+        base_url=str(v["base_url"]),
+        model=str(v["model"]),
+        encrypted_key=None,
+        timeout=float(v["timeout"]),
+        created_at=datetime.fromisoformat(v["created_at"]),
+    )
+
+
+def _habit(r: dict[str, Any]) -> tuple[str, bool] | ProfileEntry:
+    if r["kind"] == "learning":
+        return str(r["user_id"]), bool(r["enabled"])
+    if r["kind"] != "entry":
+        raise ValueError(f"unknown profile record kind {r['kind']!r}")
+    e = r["entry"]
+    return ProfileEntry(
+        id=str(e["id"]),
+        user_id=str(e["user_id"]),
+        key=str(e["key"]),
+        text=str(e["text"]),
+        projects=tuple(e["projects"]),
+        stated_global=bool(e["stated_global"]),
+        created_at=datetime.fromisoformat(e["created_at"]),
+        updated_at=datetime.fromisoformat(e["updated_at"]),
+    )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """An archive's records as the models the store takes, read before anything is written."""
+
+    users: list[User]
+    environments: list[Environment]
+    members: list[Member]
+    memories: list[tuple[Memory, list[MemoryVersion]]]
+    embeddings: dict[str, list[EmbeddingUpdate]]
+    snapshots: list[tuple[str, SoulSnapshot]]
+    soul: list[tuple[str, SoulBlockVersion]]
+    conversations: list[tuple[Conversation, ExtractionState, list[Message]]]
+    reviews: list[ReviewItem]
+    audit: list[AuditEntry]
+    imports: list[tuple[str, str, str]]
+    providers: list[ProviderRecord]
+    handoffs: list[Handoff]
+    learning: list[tuple[str, bool]]
+    profile: list[ProfileEntry]
+
+    @property
+    def vectors(self) -> bool:
+        return bool(self.embeddings)
+
+    @classmethod
+    def read(cls, records: dict[str, list[Any]]) -> _Plan:
+        def rows(name: str, read: Callable[[dict[str, Any]], _T]) -> list[_T]:
+            return _records(name, records.get(name, []), read)
+
+        embeddings: dict[str, list[EmbeddingUpdate]] = {}
+        for model, update in rows("vectors", _vector):
+            embeddings.setdefault(model, []).append(update)
+        habits = rows("profile", _habit)
+        return cls(
+            users=rows("users", lambda r: User(**r)),
+            environments=rows("environments", lambda r: Environment(**r)),
+            members=rows("members", lambda r: Member(**r)),
+            memories=rows(
+                "memories",
+                lambda r: (Memory(**r["memory"]), [MemoryVersion(**v) for v in r["versions"]]),
+            ),
+            embeddings=embeddings,
+            snapshots=rows(
+                "soul_snapshots", lambda r: (str(r["owner"]), SoulSnapshot(**r["snapshot"]))
+            ),
+            soul=rows("soul", lambda r: (str(r["owner"]), SoulBlockVersion(**r["version"]))),
+            conversations=rows("conversations", _conversation),
+            reviews=rows("reviews", lambda r: ReviewItem(**r)),
+            audit=rows("audit", lambda r: AuditEntry(**r)),
+            imports=rows(
+                "imports", lambda r: (str(r["environment_id"]), str(r["key"]), str(r["target"]))
+            ),
+            providers=rows("settings", _setting),
+            handoffs=rows("handoffs", lambda r: Handoff(**r)),
+            learning=[h for h in habits if isinstance(h, tuple)],
+            profile=[h for h in habits if isinstance(h, ProfileEntry)],
+        )
 
 
 def _entry_json(e: ProfileEntry) -> dict[str, Any]:
