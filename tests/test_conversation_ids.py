@@ -53,7 +53,7 @@ def test_an_id_used_in_another_environment_adds_nothing_there(engram: Engram) ->
     engram.extraction.add_messages("tenant-y:session-1", y, LOCAL, "tenant-y")
     more = [NewMessage(role=Speaker.USER, content="I moved to Bergen.")]
     assert engram.extraction.add_messages("session-1", more, LOCAL, "tenant-x").messages_added
-    assert engram.extraction.add_messages("session-1", more + x, LOCAL).messages_added == 0
+    assert engram.extraction.add_messages("session-1", x + more, LOCAL).messages_added == 0
 
 
 def test_caller_ids_are_scoped_per_user(engram: Engram) -> None:

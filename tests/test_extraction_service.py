@@ -237,3 +237,40 @@ def test_the_llm_is_told_which_part_its_episode_summarises() -> None:
     scoped = render(Transcript(conversation=conv, messages=messages, summary_from=14))
     assert "summarises only the messages from [m14] on" in scoped
     assert "summarises only" not in render(Transcript(conversation=conv, messages=messages))
+
+
+def test_a_message_said_again_is_kept_and_a_redelivery_is_not(engram: Engram) -> None:
+    """Messages without an id or a time were keyed by their text alone, so a second "ok" or
+    "Noted." in a conversation was dropped as a re-delivery of the first (and everything
+    after it moved up a position). A delivery is now compared with the conversation's end: the
+    run that repeats its last stored messages is a re-delivery (the whole conversation sent
+    again, its last turns with a new one, a retry), and what follows is new."""
+    conversations = engram.extraction.conversations
+
+    def said(conv: str) -> list[str]:
+        cid = engram.extraction.get_conversation(conv, LOCAL).id
+        return [f"{m.position}:{m.content}" for m in conversations.messages(cid)]
+
+    a, ok, b = msg("user", "Deploy the API."), msg("assistant", "Ok."), msg("user", "And docs.")
+    engram.extraction.add_messages("turns", [a, ok], LOCAL)
+    engram.extraction.add_messages("turns", [b, ok], LOCAL)  # the next turn
+    assert said("turns") == ["1:Deploy the API.", "2:Ok.", "3:And docs.", "4:Ok."]
+    engram.extraction.add_messages("turns", [b, ok], LOCAL)  # that delivery retried
+    engram.extraction.add_messages("turns", [a, ok, b, ok], LOCAL)  # the whole chat again
+    assert len(said("turns")) == 4
+    engram.extraction.add_messages("turns", [a, ok, b, ok, msg("user", "Thanks.")], LOCAL)
+    assert said("turns")[4:] == ["5:Thanks."]
+
+    engram.extraction.extract(ConversationInput(messages=[a, ok, ok, b, ok]), LOCAL)
+    stored = engram.store.list_memories(MemoryFilter(categories=["message"]), limit=100)
+    assert sum(m.content == "assistant: Ok." for m in stored) == 3 + 2  # each one searchable
+
+    # a message with a time or an id is the same message wherever it is delivered again
+    from datetime import UTC, datetime
+
+    timed = NewMessage.model_validate(
+        {"role": "user", "content": "Ship it.", "created_at": datetime(2026, 5, 1, tzinfo=UTC)}
+    )
+    engram.extraction.add_messages("timed", [timed, ok, msg("user", "x", "id-1")], LOCAL)
+    engram.extraction.add_messages("timed", [timed, msg("user", "x", "id-1")], LOCAL)
+    assert said("timed") == ["1:Ship it.", "2:Ok.", "3:x"]

@@ -99,13 +99,42 @@ class NewMessage(_Input):
     )
 
     def dedup_key(self) -> str:
-        """The key that makes re-delivery idempotent."""
+        """The key that makes re-delivery idempotent (see :func:`redelivered`)."""
         if self.external_id is not None:
             return "x:" + self.external_id
         stamp = self.created_at.isoformat() if self.created_at else ""
         return "h:" + content_hash(
             "\x1f".join((self.role.value, self.author or "", stamp, self.content))
         )
+
+    @property
+    def repeatable(self) -> bool:
+        """Whether the same message may truly be said again in a conversation: with no id and
+        no time, a second "ok" or "yes" has the key of the first (see :func:`redelivered`)."""
+        return self.external_id is None and self.created_at is None
+
+
+def stored_key(key: str, occurrence: int) -> str:
+    """The key a conversation stores for the ``occurrence``-th message (from 1) of ``key``: a
+    repeatable message said again is stored under its key and its count."""
+    return key if occurrence == 1 else f"{key}#{occurrence}"
+
+
+def delivered_key(stored: str) -> str:
+    """The :meth:`NewMessage.dedup_key` of a stored key (its count, if any, dropped)."""
+    return stored.split("#", 1)[0] if stored.startswith("h:") else stored
+
+
+def redelivered(delivered: list[str], tail: list[str]) -> int:
+    """How many of the first delivered messages (their :meth:`NewMessage.dedup_key`) are a
+    re-delivery of the conversation's last stored ones (``tail``, oldest first, as
+    :func:`delivered_key`): the longest run that begins the delivery and ends the conversation.
+    An app that sends the whole conversation again, or its last turns with a new one, or
+    retries a delivery, re-delivers that run; what follows it is new, a second "ok" too."""
+    for k in range(min(len(delivered), len(tail)), 0, -1):
+        if delivered[:k] == tail[len(tail) - k :]:
+            return k
+    return 0
 
 
 class Message(_Frozen):

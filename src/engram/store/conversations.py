@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from engram.extraction.conversation import Conversation, ExtractionState, Message, NewMessage
+from engram.extraction.conversation import (
+    Conversation,
+    ExtractionState,
+    Message,
+    NewMessage,
+    delivered_key,
+    redelivered,
+    stored_key,
+)
 
 
 class ConversationStore(Protocol):
@@ -29,8 +37,8 @@ class ConversationStore(Protocol):
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:
-        """Append the messages not stored yet (by :meth:`NewMessage.dedup_key`), atomically;
-        return only those newly stored, with their positions. ``new_ids`` supplies an id for
+        """Append the messages not stored yet (:func:`append_delivery`), atomically; return
+        only those newly stored, with their positions. ``new_ids`` supplies an id for
         each message in order (unused ones are dropped)."""
         ...
 
@@ -53,3 +61,54 @@ class ConversationStore(Protocol):
     ) -> bool:
         """Compare-and-set the extraction state; False if another writer moved it first."""
         ...
+
+
+TAIL_SQL = (
+    "SELECT dedup_key FROM conversation_messages WHERE conversation_id = {p} "
+    "ORDER BY position DESC LIMIT {p}"
+)
+"""The stored keys a delivery is compared with (``{p}``: the backend's placeholder), newest
+first: as many as the delivery has messages."""
+
+
+def append_delivery(
+    conversation_id: str,
+    messages: Sequence[NewMessage],
+    new_ids: Sequence[str],
+    last: int,
+    tail: Sequence[str],
+    insert: Callable[[NewMessage, str, int, str], bool],
+) -> list[Message]:
+    """The delivered messages a conversation stores (both backends, in their transaction):
+    those after the run that re-delivers its last stored ones (``tail``: their stored keys,
+    newest first; see :func:`~engram.extraction.conversation.redelivered`), each by
+    ``insert(message, id, position, key)``, which stores it unless its key is stored already
+    (an id or a time seen before: a re-delivery); a repeatable message said again takes the
+    next count of its key. ``last``: the conversation's last position."""
+    keys = [m.dedup_key() for m in messages]
+    skip = redelivered(keys, [delivered_key(k) for k in reversed(tail)])
+    stored: list[Message] = []
+    count: dict[str, int] = {}
+    for msg, msg_id, key in list(zip(messages, new_ids, keys, strict=True))[skip:]:
+        occurrence = count.get(key, 1)
+        while not (added := insert(msg, msg_id, last + 1, stored_key(key, occurrence))):
+            if not msg.repeatable:
+                break
+            occurrence += 1
+        count[key] = occurrence + 1
+        if not added:
+            continue
+        last += 1
+        stored.append(
+            Message(
+                id=msg_id,
+                conversation_id=conversation_id,
+                position=last,
+                role=msg.role,
+                author=msg.author,
+                content=msg.content,
+                created_at=msg.created_at,
+                external_id=msg.external_id,
+            )
+        )
+    return stored

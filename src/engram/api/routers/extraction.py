@@ -19,6 +19,14 @@ from engram.limits import MAX_POSITION, MAX_TITLE_CHARS, InputModel
 from engram.requests.extraction import CONVERSATION_REF_PATTERN, ExtractRequest, Messages
 from engram.requests.fields import EnvironmentRef
 
+REDELIVERY = (
+    "Re-delivery is idempotent: a message is keyed by its external_id, else by a hash of role, "
+    "author, time and content. A message with neither id nor time may be said again (a second "
+    "'ok'): the delivered messages that repeat the conversation's last stored ones, from the "
+    "first delivered on (the whole conversation sent again, its last turns with a new one, a "
+    "retry), are the re-delivery, and every message after them is stored."
+)
+
 router = APIRouter(tags=["extraction"])
 
 ConversationPath = Annotated[
@@ -43,7 +51,11 @@ class ReextractIn(InputModel):
     dry_run: StrictBool = False
 
 
-@router.post("/extract", summary="Store a conversation and the memories proposed from it")
+@router.post(
+    "/extract",
+    summary="Store a conversation and the memories proposed from it",
+    description=REDELIVERY,
+)
 def extract(body: ExtractRequest, engram: EngramDep, actor: ActorDep) -> ExtractionResult:
     return engram.extraction.extract(body, actor, body.environment, dry_run=body.dry_run)
 
@@ -94,6 +106,7 @@ def list_messages(
 @router.post(
     "/conversations/{conversation_id}/messages",
     summary="Append messages; extract every few assistant messages",
+    description=REDELIVERY,
 )
 def add_messages(
     conversation_id: ConversationPath, body: MessagesIn, engram: EngramDep, actor: ActorDep

@@ -18,6 +18,7 @@ from engram.extraction.conversation import (
     NewMessage,
     Speaker,
 )
+from engram.store.conversations import TAIL_SQL, append_delivery
 from engram.store.postgres.db import PostgresDatabase, retried
 
 _CONV_COLS = (
@@ -96,7 +97,6 @@ class PostgresConversationStore:
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:
-        stored: list[Message] = []
         with self._db.tx() as conn:
             conn.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
             row = conn.execute(
@@ -105,7 +105,11 @@ class PostgresConversationStore:
                 (conversation_id,),
             ).fetchone()
             last = int(row[0]) if row else 0
-            for msg, msg_id in zip(messages, new_ids, strict=True):
+            tail = conn.execute(
+                TAIL_SQL.format(p="%s"), (conversation_id, len(messages))
+            ).fetchall()
+
+            def insert(msg: NewMessage, msg_id: str, position: int, key: str) -> bool:
                 added = conn.execute(
                     f"INSERT INTO conversation_messages ({_MSG_COLS}, dedup_key) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -113,31 +117,20 @@ class PostgresConversationStore:
                     (
                         msg_id,
                         conversation_id,
-                        last + 1,
+                        position,
                         msg.role.value,
                         msg.author,
                         msg.content,
                         msg.created_at,
                         msg.external_id,
-                        msg.dedup_key(),
+                        key,
                     ),
                 ).rowcount
-                if added != 1:
-                    continue
-                last += 1
-                stored.append(
-                    Message(
-                        id=msg_id,
-                        conversation_id=conversation_id,
-                        position=last,
-                        role=msg.role,
-                        author=msg.author,
-                        content=msg.content,
-                        created_at=msg.created_at,
-                        external_id=msg.external_id,
-                    )
-                )
-        return stored
+                return bool(added == 1)
+
+            return append_delivery(
+                conversation_id, messages, new_ids, int(last), [r[0] for r in tail], insert
+            )
 
     def messages(
         self, conversation_id: str, *, after: int = 0, limit: int | None = None

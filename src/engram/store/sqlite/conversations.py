@@ -14,6 +14,7 @@ from engram.extraction.conversation import (
     NewMessage,
     Speaker,
 )
+from engram.store.conversations import TAIL_SQL, append_delivery
 from engram.store.sqlite.db import SQLiteDatabase
 
 _CONV_COLS = (
@@ -111,46 +112,36 @@ class SQLiteConversationStore:
     def append_messages(
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:
-        stored: list[Message] = []
         with self._db.tx() as conn:
             last = conn.execute(
                 "SELECT coalesce(max(position), 0) FROM conversation_messages "
                 "WHERE conversation_id = ?",
                 (conversation_id,),
             ).fetchone()[0]
-            for msg, msg_id in zip(messages, new_ids, strict=True):
-                cur = conn.execute(
+            tail = conn.execute(TAIL_SQL.format(p="?"), (conversation_id, len(messages))).fetchall()
+
+            def insert(msg: NewMessage, msg_id: str, position: int, key: str) -> bool:
+                added = conn.execute(
                     f"INSERT INTO conversation_messages ({_MSG_COLS}, dedup_key) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (conversation_id, dedup_key) DO NOTHING",
                     (
                         msg_id,
                         conversation_id,
-                        last + 1,
+                        position,
                         msg.role.value,
                         msg.author,
                         msg.content,
                         _ts(msg.created_at),
                         msg.external_id,
-                        msg.dedup_key(),
+                        key,
                     ),
-                )
-                if cur.rowcount != 1:
-                    continue
-                last += 1
-                stored.append(
-                    Message(
-                        id=msg_id,
-                        conversation_id=conversation_id,
-                        position=last,
-                        role=msg.role,
-                        author=msg.author,
-                        content=msg.content,
-                        created_at=msg.created_at,
-                        external_id=msg.external_id,
-                    )
-                )
-        return stored
+                ).rowcount
+                return bool(added == 1)
+
+            return append_delivery(
+                conversation_id, messages, new_ids, int(last), [r[0] for r in tail], insert
+            )
 
     def messages(
         self, conversation_id: str, *, after: int = 0, limit: int | None = None
