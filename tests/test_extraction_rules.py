@@ -235,3 +235,32 @@ def test_a_short_claim_split_from_a_sentence_is_a_fact_of_its_own() -> None:
         "The user is vegetarian.",
         "The user lives in Oslo.",
     ]
+
+
+def test_a_speaker_introducing_themselves_is_not_restated_and_fillers_go() -> None:
+    """Said by Carol (the message's author), "I'm Carol, I work at Acme" became "Carol is
+    Carol, Carol works at Acme", "my name is Carol" "Carol's name is Carol", and openers like
+    "by the way" stayed in the fact. A name that says more ("Carol Smith") is kept."""
+    said = [
+        "I'm Carol, I work at Acme as a data engineer.",
+        "Actually, my name is Carol and I live in Leeds.",
+        "I'm Carol and I'm allergic to nuts.",
+        "Hi, I'm Carol.",
+        "By the way, I prefer tea over coffee.",
+        "So basically I moved to Berlin last year.",
+        "I'm Carol Smith and I live in York.",
+    ]
+    t = transcript(*(("user", text, "Carol") for text in said))
+    facts = [p.content for p in RuleExtractor(episodes=False).extract(t)]
+    assert facts == [
+        "Carol works at Acme as a data engineer.",
+        "Carol lives in Leeds.",
+        "Carol is allergic to nuts.",
+        "Carol prefers tea over coffee.",
+        "Carol moved to Berlin last year.",
+        "Carol is Carol Smith and Carol lives in York.",
+    ]
+    # without a known name, the introduction is the news
+    assert user_facts("I'm Carol, I work at Acme as a data engineer.") == [
+        "The user is Carol, the user works at Acme as a data engineer."
+    ]

@@ -133,9 +133,12 @@ _HEDGE_RE = re.compile(
 _FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|my|we|we've|we're|let's|our)\b", re.I)
 _LEAD_RE = re.compile(
     r"^(?:(?:great|ok|okay|so|well|yeah|yes|also|actually|btw|oh|anyway|and|but|honestly|"
-    r"sure|right|cool|haha|wow|hey)\b[,!.]?\s+)+",
+    r"sure|right|cool|haha|wow|hey|by the way|basically|fyi|just so you know|for the record|"
+    r"to be honest|in fact|plus|alright|um|uh)\b[,!.:]?\s+)+",
     re.I,
 )
+_INTRO = r"(?:hi|hey|hello)?[,!.]?\s*(?:I'm|I am|my name is|this is|it's)\s+"
+"""A self-introduction, whose name follows."""
 MIN_WORDS = 3
 MAX_WORDS = 60
 _CLAUSE_START = r"(?=(?:I(?:'m|'ve|'ll|'d)?|my|we(?:'re|'ve|'ll)?|our)\b)"
@@ -193,12 +196,38 @@ def fact_proposals(items: list[Sentence], others: dict[str, str]) -> list[Propos
     return out
 
 
+def _without_introduction(said: str, name: str) -> str:
+    """``said`` without its opening "I'm <name>" (or "my name is <name>") when ``name`` is
+    the speaker's own: known already, it would read "Carol is Carol, Carol works at Acme".
+    A different or fuller name ("I'm Carol Smith") is news and stays."""
+    intro = re.match(
+        _INTRO
+        + re.escape(name)
+        # not a longer name ("Carol Smith"), then the end or where the next claim starts
+        + r"(?![\w'-])(?!\s+(?-i:[A-Z]))\s*(?:[,;.!]\s*(?:and\s+)?|\s+and\s+|$)",
+        said,
+        re.I,
+    )
+    if intro is None:
+        return said
+    rest = said[intro.end() :].strip()
+    return rest[:1].upper() + rest[1:] if rest else ""
+
+
 def _proposal(
     said: str, pattern: FactPattern, msg: Message, others: dict[str, str], seen: set[str]
 ) -> Proposal | None:
     """One fact in the third person, or None when the same text was already proposed."""
     speaker = msg.author or "the user"
-    text = to_third_person(_LEAD_RE.sub("", said), speaker)
+    said = _LEAD_RE.sub("", said)
+    if msg.author:
+        rest = _without_introduction(said, msg.author)
+        if rest != said:  # what is left of "I'm Carol, I work at Acme" said by Carol
+            found = match_fact(rest, part=True) if rest else None
+            if found is None:
+                return None  # "Carol's name is Carol": nothing the author does not say
+            said, pattern = rest, found
+    text = to_third_person(said, speaker)
     if others.get(msg.speaker):
         who = f"{speaker} and {others[msg.speaker]}"
         text = re.sub(r"\b[Ll]et's\b", f"{who} will", text)
