@@ -87,6 +87,35 @@ def test_a_matrix_s_written_rows_reach_its_packed_scan() -> None:
     assert (matrix.scan(query, low=True) == before).all()
 
 
+def test_a_row_whose_status_alone_changed_keeps_its_block_packed() -> None:
+    """A superseded fact's row is written again with its new status and the same vector: the
+    block's packed codes still hold, so it is not packed again (before, every supersede or
+    merge made the next scans read its block unpacked or pack it again, ~1.5 ms a block)."""
+    rng = np.random.default_rng(6)
+    dim, n = 384, 2 * BLOCK + 10
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    matrix = _Matrix(dim)
+    fact = np.full(1, list(Layer).index(Layer.FACT), dtype=np.int8)
+
+    def put(seq: int, vector: np.ndarray, status: Status) -> None:
+        rows = vector.reshape(1, dim)
+        state = np.full(1, list(Status).index(status), dtype=np.int8)
+        matrix.put(np.array([seq], dtype=np.int64), np.ones(1, dtype=np.int32), fact, state, rows)
+
+    layer = np.full(n, list(Layer).index(Layer.FACT), dtype=np.int8)
+    active = np.full(n, list(Status).index(Status.ACTIVE), dtype=np.int8)
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    matrix.put(seqs, np.ones(n, dtype=np.int32), layer, active, vectors)
+    matrix.fit_projection(1000)
+    matrix.scan(matrix.low_query(vectors[0]), low=True)
+    assert len(matrix.packed) == 2
+    put(5, vectors[4], Status.SUPERSEDED)  # seq 5: row 4, first block
+    assert len(matrix.packed) == 2 and matrix.status[4] == list(Status).index(Status.SUPERSEDED)
+    put(6, vectors[0], Status.ACTIVE)  # a new vector for seq 6: the block changed
+    assert len(matrix.packed) == 1
+
+
 def test_a_matrix_finds_each_seq_s_row_in_its_sorted_part_and_its_unsorted_tail() -> None:
     """Rows are appended in batches of shuffled seqs (some written again); ``locate`` gives
     each seq its row, or -1, whether the row is in the sorted part or the tail after it."""

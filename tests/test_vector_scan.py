@@ -251,3 +251,25 @@ def test_equal_cosines_at_the_limit_are_ordered_by_memory_id(tmp_path: Path) -> 
         assert len(hits) == limit
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     store.close()
+
+
+def test_a_change_the_copy_does_not_hold_is_not_read_back(tmp_path: Path) -> None:
+    """A merge raises its fact's confidence; a new importance or tag changes nothing the
+    in-memory copy holds (environment, layer, status, vector): the next search reads no row
+    back (before, every change to a memory with a vector did, so each lifecycle merge cost its
+    next search a refresh). A delete still reaches the copy."""
+    rng = np.random.default_rng(12)
+    centres = rng.standard_normal((4, DIM)).astype(np.float32)
+    store, engram = open_scan(tmp_path / "v.db")
+    engram.environments.create("e", LOCAL)
+    ids = fill(engram, store, clustered(rng, 40, centres), "e")
+    query = clustered(rng, 1, centres)[0]
+    top = compact(store, query, 1)[0]
+    read = store._vectors.rows_read
+    engram.memories.update(top, MemoryPatch(importance=0.9, tags=["kept"]), LOCAL)
+    assert compact(store, query, 1) == [top]
+    assert store._vectors.rows_read == read
+    engram.memories.delete(top, LOCAL)
+    assert top not in compact(store, query, 40)
+    assert store._vectors.rows_read == read + 1 and len(ids) == 40
+    store.close()

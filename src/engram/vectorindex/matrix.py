@@ -155,8 +155,11 @@ class Matrix:
         for b in np.unique(rows >> BLOCK_BITS):
             inside = (rows >> BLOCK_BITS) == b
             offsets = rows[inside] & (BLOCK - 1)
+            # rows whose vector is the one they hold (a status alone changed: a superseded
+            # fact) keep their projected codes, and the block its packed copy
+            same = not new[inside].any() and np.array_equal(self.blocks[b][offsets], codes[inside])
             self.blocks[b][offsets] = codes[inside]
-            if low is not None:
+            if low is not None and not same:
                 self.low[b][offsets] = low[inside]
                 self.packed.forget(int(b))
 

@@ -104,6 +104,9 @@ _INDEXED = frozenset(
     _STORED.index(c) for c in ("content_hash", "keyword_context", "environment_id", "layer")
 )
 """What the keyword index holds of a row: its search text (by its hash), context and scope."""
+_COPIED = frozenset(_STORED.index(c) for c in ("environment_id", "layer", "status"))
+"""What the in-memory copy of the vectors holds of a row besides its vector (a new text gets a
+new vector from the indexer, which reaches the copy by itself)."""
 
 
 @lru_cache(maxsize=256)
@@ -265,8 +268,8 @@ class SQLiteStore:
                     conn.execute(_update(changed), (*[now[c] for c in changed], seq))
                 if not _INDEXED.isdisjoint(changed):
                     fts.index(conn, seq, m)  # what the keyword index holds of it changed
-                if has_vectors:
-                    _bump_vectors(conn, seq)
+                if has_vectors and not _COPIED.isdisjoint(changed):
+                    _bump_vectors(conn, seq)  # a merge's confidence is not the copy's to read
                 continue
             if new:  # a plain INSERT (no RETURNING): an id already stored fails, a Conflict
                 seq = inserted_rowid(conn.execute(_INSERT, params))
