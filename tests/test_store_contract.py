@@ -360,3 +360,25 @@ def test_client_registry_caps_and_cleans_up_unclaimed_clients(store: Store) -> N
         True,
     ]
     assert registry.unclaimed() == 2
+
+
+def test_superseded_facts_by_the_messages_they_were_read_from(store: Store) -> None:
+    _env(store)
+    _env(store, "env_b")
+    said = {"source_message_ids": ["msg_1", "msg_2"]}
+    rows = [
+        _memory("old", "lives in Porto", status="superseded", superseded_by="new", metadata=said),
+        _memory("new", "moved to Lisbon", metadata={"source_message_ids": ["msg_3"]}),
+        _memory("live", "likes tea", metadata={"source_message_ids": ["msg_1"]}),  # active
+        _memory("ep", "a chat", layer="episode", status="superseded", metadata=said),
+        _memory("other", "lives in Oslo", env="env_b", status="superseded", metadata=said),
+        _memory("bare", "lives in Rome", status="superseded"),
+        _memory("odd", "lives in Bern", status="superseded", metadata={"source_message_ids": 7}),
+    ]
+    store.write([_change(m) for m in rows], [])
+    assert [m.id for m in store.superseded_from("env_a", ["msg_2", "msg_9"])] == ["old"]
+    assert [m.id for m in store.superseded_from("env_a", ["msg_1", "msg_2"])] == ["old"]
+    assert store.superseded_from("env_a", ["msg_3"]) == []
+    assert store.superseded_from("env_a", []) == []
+    found = store.superseded_from("env_a", [f"msg_{i}" for i in range(600)])
+    assert found[0].superseded_by == "new" and found[0].metadata == said and len(found) == 1

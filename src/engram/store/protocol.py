@@ -338,6 +338,11 @@ class Store(Protocol):
         """Ranking columns of the memories that exist among ``memory_ids``."""
         ...
 
+    def superseded_from(self, environment_id: str, message_ids: Sequence[str]) -> list[Memory]:
+        """The superseded facts of an environment read from any of ``message_ids`` (named in
+        their metadata's ``source_message_ids``), in no particular order."""
+        ...
+
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"
     ) -> list[Memory]: ...

@@ -320,6 +320,20 @@ class SQLiteStore:
                 found[row[0]] = memory_from_row(row)
         return [found[i] for i in ids if i in found]
 
+    def superseded_from(self, environment_id: str, message_ids: Sequence[str]) -> list[Memory]:
+        found: dict[str, Memory] = {}
+        ids = list(dict.fromkeys(message_ids))
+        for start in range(0, len(ids), 500):
+            marks, chunk = in_list(ids[start : start + 500])
+            rows = self.db.reader().execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE environment_id = ? "
+                "AND status = 'superseded' AND layer = 'fact' AND EXISTS (SELECT 1 FROM "
+                f"json_each(metadata, '$.source_message_ids') WHERE value IN ({marks}))",
+                [environment_id, *chunk],
+            )
+            found.update((row[0], memory_from_row(row)) for row in rows)
+        return list(found.values())
+
     def rank_fields(self, memory_ids: Sequence[str]) -> list[RankFields]:
         out: list[RankFields] = []
         conn = self.db.reader()
