@@ -5,6 +5,7 @@ feedback, undo and the review queue; who may do what; bad input as the canonical
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -259,3 +260,33 @@ def test_bad_input_is_422_with_the_canonical_body(live: Live) -> None:
         fact = c.post("/api/v1/memories/remember", json={"content": "plain"}).json()["memory"]
         undo = c.post(f"/api/v1/memories/{fact['id']}/undo")
         assert "no lifecycle action" in str(_error(undo, 422, "invalid_input")["message"])
+
+
+def test_context_marks_the_message_of_a_superseded_fact(live: Live) -> None:
+    """POST /extract, then /context over the SDK and raw JSON: the message whose fact a later
+    one superseded is packed with its mark and its item's supersessions."""
+    said = [
+        ("I live in Porto now.", datetime(2023, 5, 8, 14, 30, tzinfo=UTC)),
+        ("I moved to Lisbon last week.", datetime(2023, 9, 2, 10, 0, tzinfo=UTC)),
+    ]
+    chat = [
+        NewMessage(role="user", author="Caroline", content=text, created_at=at) for text, at in said
+    ]
+    mark = "[superseded on 2023-09-02 by: Caroline moved to Lisbon last week"
+    with Client(live.url, live.owner_token) as c:
+        env = c.environments.create("moves")
+        done = c.extraction.extract(chat, env.id)
+        porto, lisbon = (o.memory_id for o in done.outcomes[:2])
+        ctx = c.context("where does Caroline live?", env.id, preview=True)
+        item = next(i for t in ctx.tiers for i in t.items if "Porto" in i.text)
+        assert mark in item.text and mark in ctx.text
+        assert [(s.fact, s.superseded_by, s.said_on) for s in item.superseded] == [
+            (porto, lisbon, "2023-09-02")
+        ]
+    with live.client(live.owner_token) as raw:
+        body = {"query": "where does Caroline live?", "environment": env.id}
+        answer = raw.post("/api/v1/context/preview", json=body)
+        assert answer.status_code == 200, answer.text
+        items = [i for t in answer.json()["tiers"] for i in t["items"]]
+        marked = [i["superseded"] for i in items if i["superseded"]]
+        assert marked == [[{"fact": porto, "superseded_by": lisbon, "said_on": "2023-09-02"}]]

@@ -183,3 +183,34 @@ async def _read(c: Client, uri: str) -> str:
     block = result.contents[0]
     assert isinstance(block, TextResourceContents)
     return block.text
+
+
+@pytest.mark.anyio
+async def test_get_context_keeps_the_mark_of_a_superseded_message(engram: Engram) -> None:
+    """A long message whose fact a later one superseded: its compact hit is cut before the
+    mark, which it keeps; details carry the supersession."""
+    chatter = " ".join(["We talked about the harbour and the bridges for a while."] * 6)
+    turns = [
+        {
+            "role": "user",
+            "author": "Caroline",
+            "content": f"I live in Porto now. {chatter}",
+            "created_at": "2023-05-08T14:30:00Z",
+        },
+        {
+            "role": "user",
+            "author": "Caroline",
+            "content": "I moved to Lisbon last week.",
+            "created_at": "2023-09-02T10:00:00Z",
+        },
+    ]
+    query = {"query": "where does Caroline live?", "details": True}
+    async with client(engram, "auto") as c:
+        await c.call_tool("extract_memories", {"messages": turns})
+        got = json.loads(text_of(await c.call_tool("get_context", query)))
+    mark = "[superseded on 2023-09-02 by: Caroline moved to Lisbon last week"
+    hit = next(h for h in got["items"] if "Porto" in h["line"])
+    assert mark in hit["line"] and hit["line"].endswith("]") and len(hit["line"]) == 200
+    items = [i for t in got["details"]["tiers"] for i in t["items"]]
+    item = next(i for i in items if i["memory_id"] == hit["id"])
+    assert [s["said_on"] for s in item["superseded"]] == ["2023-09-02"]

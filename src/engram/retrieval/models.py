@@ -86,6 +86,17 @@ class SearchResult(_Out):
     took_ms: float
 
 
+class Supersession(_Out):
+    """A fact read from a packed message that a newer fact superseded."""
+
+    fact: str = Field(description="The fact read from the message, now superseded.")
+    superseded_by: str = Field(
+        description="The current fact that holds what it said now (the end of a chain of "
+        "replacements)."
+    )
+    said_on: str = Field(description="The day (ISO) the current fact was said, or recorded.")
+
+
 class ContextItem(_Out):
     memory_id: str
     layer: Layer
@@ -101,6 +112,13 @@ class ContextItem(_Out):
     sources: list[str] = Field(
         default_factory=list,
         description="The ids of the messages it was read from (a message: its own id).",
+    )
+    superseded: list[Supersession] = Field(
+        default_factory=list,
+        description="For a message: the facts read from it that newer facts superseded, each "
+        "with the current fact and the day it was said; its text then ends with "
+        "'[superseded on DAY by: CURRENT FACT]'. The message stays in the context as what was "
+        "said.",
     )
 
 

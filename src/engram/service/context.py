@@ -7,7 +7,8 @@ guaranteed share of ``max_tokens`` (``Budgets``), then whatever is left goes to 
 remaining candidates of any tier, until the budget is full or nothing qualifies. Caps on the
 number of items per tier are optional. One piece of evidence takes one slot: an extracted fact
 and the message it came from are not both packed, nor an episode whose messages are all in.
-Every line carries its date (when it was said, or recorded). Tokens are counted with a real
+Every line carries its date (when it was said, or recorded); a message whose fact a newer one
+superseded ends with a mark naming it (``service.superseded``). Tokens are counted with a real
 tokenizer, and the rendered block never exceeds ``max_tokens``.
 
 The block's tokens are the sum of its parts' (the Soul, each section's tags, each line), each
@@ -40,9 +41,11 @@ from engram.retrieval.models import (
     ScoreBreakdown,
     ScoredMemory,
     SearchMode,
+    Supersession,
 )
 from engram.service.environments import EnvironmentService
 from engram.service.search import Ranked, Scoring, SearchService
+from engram.service.superseded import MARK, Replaced, SupersededFacts
 from engram.store import Store
 from engram.tokens import count_tokens
 from engram.trusted import construct
@@ -127,9 +130,15 @@ def render_item(memory: Memory) -> str:
     return _render(memory, " ".join(memory.content.split()), said_on(memory))
 
 
-def _render(memory: Memory, text: str, day: str) -> str:
+def _mark(replaced: Sequence[Replaced]) -> str:
+    """What ends the line of a message whose facts ``replaced`` ('' for none)."""
+    parts = [f"{said_on(r.current)} by: {r.quote}" for r in replaced]
+    return MARK + "; on ".join(parts) + "]" if parts else ""
+
+
+def _render(memory: Memory, text: str, day: str, mark: str = "") -> str:
     """:func:`render_item` of ``memory`` whose content is ``text`` (whitespace collapsed),
-    said on ``day``."""
+    said on ``day``, and ``mark`` (:func:`_mark`) at its end."""
     when = f"({day}) "
     if memory.procedure is not None:
         proc = memory.procedure
@@ -146,6 +155,7 @@ def _render(memory: Memory, text: str, day: str) -> str:
             line += " Decisions: " + "; ".join(decisions)
     else:
         line = f"{when}[{memory.category}] {text}"
+    line = line.rstrip() + mark
     # no whitespace before the newline: the line's tokens alone are its tokens in the block
     return "- " + escape(line.rstrip(), quote=False) + "\n"
 
@@ -181,16 +191,24 @@ class _Entry(NamedTuple):
     line: str
     tokens: int
     said_on: str
+    superseded: list[Supersession]
+    """For a message: the facts read from it that newer ones superseded."""
 
 
-def _entry(memory: Memory) -> _Entry:
+def _entry(memory: Memory, replaced: Sequence[Replaced] = ()) -> _Entry:
+    """``replaced``: for a message, its superseded facts and what replaced them."""
     text = " ".join(memory.content.split())
     day = said_on(memory)
-    line = _render(memory, text, day)
+    line = _render(memory, text, day, _mark(replaced))
     own = message_id_of(memory)
     sources = [own] if own is not None else source_ids(memory)
     tier = _tier(memory.layer, memory.category)
-    return _Entry(memory, tier, text.casefold(), own, sources, line, line_tokens(line), day)
+    superseded = [
+        Supersession(fact=r.fact, superseded_by=r.current.id, said_on=said_on(r.current))
+        for r in replaced
+    ]
+    key = text.casefold()
+    return _Entry(memory, tier, key, own, sources, line, line_tokens(line), day, superseded)
 
 
 Scorer = Callable[[str], tuple[float, ScoreBreakdown]]
@@ -207,10 +225,12 @@ class _Pool:
         order: Sequence[tuple[str, TierName]],
         load: Callable[[list[str]], list[Memory]],
         scored: Scorer,
+        superseded: SupersededFacts,
     ) -> None:
         self.order = list(order)
         self._load = load
         self.scored = scored
+        self._superseded = superseded
         self._loaded: dict[str, Memory] = {}
         self._gone: set[str] = set()
         self._entries: dict[str, _Entry] = {}
@@ -230,13 +250,15 @@ class _Pool:
             chunk = [i for i, _ in walk[at:] if i not in self._loaded and i not in self._gone][
                 :ahead
             ]
-            for m in self._load(chunk):
+            read = self._load(chunk)
+            for m in read:
                 self._loaded[m.id] = m
             self._gone.update(i for i in chunk if i not in self._loaded)
+            self._superseded.read(read)
         memory = self._loaded.get(memory_id)
         if memory is None:
             return None
-        entry = self._entries[memory_id] = _entry(memory)
+        entry = self._entries[memory_id] = _entry(memory, self._superseded.of(memory))
         return entry
 
 
@@ -325,6 +347,7 @@ class _Packing:
                         "author": memory.author,
                         "thread": memory.thread,
                         "sources": list(entry.sources),
+                        "superseded": list(entry.superseded),
                     },
                 ),
             )
@@ -495,6 +518,7 @@ class ContextService:
         caps: dict[TierName, int | None],
     ) -> _Pool:
         """Every qualifying candidate of every layer, best first (read lazily)."""
+        superseded = SupersededFacts(self._store, env_id)
         pool = max(20, min(200, max_tokens // TOKENS_PER_CANDIDATE))
         layers = {
             Layer.FACT: caps["facts"],
@@ -515,6 +539,7 @@ class ContextService:
                 order,
                 lambda ids: [brief[i].memory for i in ids],
                 lambda i: (brief[i].score, brief[i].breakdown),
+                superseded,
             )
         # one keyword query for all layers, each taking the hits of its own
         everything = MemoryFilter(environment_ids=[env_id], layers=list(layers))
@@ -540,7 +565,10 @@ class ContextService:
         by_id = {r.memory_id: r for r in scored}
         order = [(r.memory_id, _tier(r.layer, r.category)) for r in scored]
         return _Pool(
-            order, self._store.get, lambda i: (by_id[i].score, self._search.breakdown_of(by_id[i]))
+            order,
+            self._store.get,
+            lambda i: (by_id[i].score, self._search.breakdown_of(by_id[i])),
+            superseded,
         )
 
     def _qualifying(self, ranked: Sequence[Ranked], layer: Layer) -> list[Ranked]:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from engram.models import Layer, Memory
 from engram.retrieval.models import AssembledContext, ScoredMemory
 from engram.service.context import render_item
+from engram.service.superseded import compact_line
 from engram.tokens import count_tokens
 
 LINE_CHARS = 200
@@ -18,7 +19,10 @@ LINE_CHARS = 200
 class Hit(BaseModel):
     id: str
     layer: Layer
-    line: str = Field(description="The memory as one line: its date, then its text (clipped).")
+    line: str = Field(
+        description="The memory as one line: its date, then its text (clipped; a message whose "
+        "fact was superseded keeps its mark)."
+    )
     score: float
     sources: list[str] = Field(
         default_factory=list, description="The ids of the messages it was read from."
@@ -81,7 +85,7 @@ def context(ctx: AssembledContext, details: bool) -> Context:
         Hit(
             id=i.memory_id,
             layer=i.layer,
-            line=i.text.removeprefix("- ")[:LINE_CHARS],
+            line=compact_line(i, LINE_CHARS),
             score=round(i.score, 3),
             sources=i.sources,
         )

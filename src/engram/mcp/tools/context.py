@@ -86,9 +86,10 @@ def register(server: MCPServer[Any], b: Binding) -> None:
     ) -> _compact.Context:
         """The Soul plus the relevant facts, conversation messages, episodes and procedures,
         packed into one prompt block that fills max_tokens while relevant evidence remains;
-        every line starts with the date it was said or recorded. Returns the block, one
-        compact line per item and the answer's own token count (details=true adds tiers,
-        scores and timings). Call it at the start of a session or a new task."""
+        every line starts with the date it was said or recorded, and a message whose fact was
+        later superseded ends with '[superseded on DAY by: the current fact]'. Returns the
+        block, one compact line per item and the answer's own token count (details=true adds
+        tiers, scores and timings). Call it at the start of a session or a new task."""
         return _compact.context(assemble(query, max_tokens, environment, preview=False), details)
 
     @tool(server, "Preview context", READ)
