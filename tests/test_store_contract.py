@@ -366,19 +366,28 @@ def test_superseded_facts_by_the_messages_they_were_read_from(store: Store) -> N
     _env(store)
     _env(store, "env_b")
     said = {"source_message_ids": ["msg_1", "msg_2"]}
+    c = {"thread": "cnv_1"}
     rows = [
-        _memory("old", "lives in Porto", status="superseded", superseded_by="new", metadata=said),
-        _memory("new", "moved to Lisbon", metadata={"source_message_ids": ["msg_3"]}),
-        _memory("live", "likes tea", metadata={"source_message_ids": ["msg_1"]}),  # active
-        _memory("ep", "a chat", layer="episode", status="superseded", metadata=said),
-        _memory("other", "lives in Oslo", env="env_b", status="superseded", metadata=said),
-        _memory("bare", "lives in Rome", status="superseded"),
+        _memory(
+            "old", "lives in Porto", status="superseded", superseded_by="new", metadata=said
+        ).model_copy(update=c),
+        _memory("new", "moved to Lisbon", metadata={"source_message_ids": ["msg_3"]}, **c),
+        _memory("live", "likes tea", metadata={"source_message_ids": ["msg_1"]}, **c),  # active
+        _memory("ep", "a chat", layer="episode", status="superseded", metadata=said, **c),
+        _memory("other", "lives in Oslo", env="env_b", status="superseded", metadata=said, **c),
+        _memory("bare", "lives in Rome", status="superseded", **c),
         _memory("odd", "lives in Bern", status="superseded", metadata={"source_message_ids": 7}),
+        # another conversation's fact naming the same message ids is not looked at
+        _memory("far", "lives in Pisa", status="superseded", metadata=said, thread="cnv_2"),
     ]
     store.write([_change(m) for m in rows], [])
-    assert [m.id for m in store.superseded_from("env_a", ["msg_2", "msg_9"])] == ["old"]
-    assert [m.id for m in store.superseded_from("env_a", ["msg_1", "msg_2"])] == ["old"]
-    assert store.superseded_from("env_a", ["msg_3"]) == []
-    assert store.superseded_from("env_a", []) == []
-    found = store.superseded_from("env_a", [f"msg_{i}" for i in range(600)])
+    one = ["cnv_1"]
+    assert [m.id for m in store.superseded_from("env_a", one, ["msg_2", "msg_9"])] == ["old"]
+    assert [m.id for m in store.superseded_from("env_a", one, ["msg_1", "msg_2"])] == ["old"]
+    assert store.superseded_from("env_a", one, ["msg_3"]) == []
+    assert store.superseded_from("env_a", one, []) == []
+    assert store.superseded_from("env_a", [], ["msg_1"]) == []
+    both = {m.id for m in store.superseded_from("env_a", ["cnv_1", "cnv_2"], ["msg_1"])}
+    assert both == {"old", "far"}
+    found = store.superseded_from("env_a", one, [f"msg_{i}" for i in range(600)])
     assert found[0].superseded_by == "new" and found[0].metadata == said and len(found) == 1

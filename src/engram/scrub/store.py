@@ -268,8 +268,10 @@ class ScrubbingStore(_Audited):
     def rank_fields(self, memory_ids: Sequence[str]) -> list[RankFields]:
         return self.inner.rank_fields(memory_ids)
 
-    def superseded_from(self, environment_id: str, message_ids: Sequence[str]) -> list[Memory]:
-        return self.inner.superseded_from(environment_id, message_ids)
+    def superseded_from(
+        self, environment_id: str, threads: Sequence[str], message_ids: Sequence[str]
+    ) -> list[Memory]:
+        return self.inner.superseded_from(environment_id, threads, message_ids)
 
     def list_memories(
         self, flt: MemoryFilter, *, limit: int, offset: int = 0, order: str = "-updated_at"

@@ -58,7 +58,8 @@ class SupersededFacts:
         }
         if not todo:
             return
-        facts = self._store.superseded_from(self._env, list(todo.values()))
+        threads = [m.thread for m in memories if m.id in todo and m.thread]
+        facts = self._store.superseded_from(self._env, threads, list(todo.values()))
         read_from: dict[str, list[Memory]] = {}
         for fact in facts:
             self._known[fact.id] = fact

@@ -338,9 +338,13 @@ class Store(Protocol):
         """Ranking columns of the memories that exist among ``memory_ids``."""
         ...
 
-    def superseded_from(self, environment_id: str, message_ids: Sequence[str]) -> list[Memory]:
-        """The superseded facts of an environment read from any of ``message_ids`` (named in
-        their metadata's ``source_message_ids``), in no particular order."""
+    def superseded_from(
+        self, environment_id: str, threads: Sequence[str], message_ids: Sequence[str]
+    ) -> list[Memory]:
+        """The superseded facts of an environment's ``threads`` (the conversations they were
+        extracted from) read from any of ``message_ids`` (named in their metadata's
+        ``source_message_ids``), in no particular order: read by the (environment, thread)
+        index, so the cost is the conversations' facts, not the environment's."""
         ...
 
     def list_memories(

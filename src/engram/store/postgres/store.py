@@ -235,15 +235,21 @@ class PostgresStore:
         found = {r[0]: memory_from_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
 
-    def superseded_from(self, environment_id: str, message_ids: Sequence[str]) -> list[Memory]:
-        if not message_ids:
+    def superseded_from(
+        self, environment_id: str, threads: Sequence[str], message_ids: Sequence[str]
+    ) -> list[Memory]:
+        if not message_ids or not threads:
             return []
         with self.db.reader() as conn:
             rows = conn.execute(
                 f"SELECT {memory_select()} FROM memories m WHERE m.environment_id = %s "
-                "AND m.status = 'superseded' AND m.layer = 'fact' "
+                "AND m.thread = ANY(%s) AND m.status = 'superseded' AND m.layer = 'fact' "
                 "AND m.metadata -> 'source_message_ids' ?| %s::text[]",
-                (environment_id, list(dict.fromkeys(message_ids))),
+                (
+                    environment_id,
+                    list(dict.fromkeys(threads)),
+                    list(dict.fromkeys(message_ids)),
+                ),
             ).fetchall()
         return [memory_from_row(r) for r in rows]
 

@@ -11,7 +11,6 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, suppress
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +19,7 @@ from engram.accounts import AuditEntry
 from engram.errors import StorageError
 from engram.models import Environment, Memory, MemoryFilter, MemoryVersion
 from engram.store.columns import (
-    MEMORY_FIELDS,
     ORDER_SQL,
-    USAGE_FIELDS,
     USER_ROWS,
     row_search_text,
 )
@@ -56,8 +53,9 @@ from engram.store.sqlite.dialect import (
 )
 from engram.store.sqlite.export import SQLiteExporter
 from engram.store.sqlite.handoffs import SQLiteHandoffStore
-from engram.store.sqlite.idempotency import SQLiteIdempotencyStore, mark_executed
+from engram.store.sqlite.idempotency import SQLiteIdempotencyStore
 from engram.store.sqlite.imports import SQLiteImportLedger
+from engram.store.sqlite.memory_writes import apply_job
 from engram.store.sqlite.oauth import SQLiteOAuthStore
 from engram.store.sqlite.profile import SQLiteProfileStore
 from engram.store.sqlite.providers import SQLiteProviderStore
@@ -67,78 +65,12 @@ from engram.store.sqlite.rows import (
     ROWS,
     environment_from_row,
     in_list,
-    inserted_rowid,
     memory_from_row,
-    memory_params,
     where,
 )
 from engram.store.sqlite.soul import SQLiteSoulStore
 from engram.store.sqlite.vectors import VectorIndex
 from engram.vectorindex import copies
-
-_PLACEHOLDERS = ",".join("?" * (len(MEMORY_FIELDS) + 1))
-_INSERT = f"INSERT INTO memories ({MEMORY_COLUMNS}, content_hash) VALUES ({_PLACEHOLDERS})"
-_UPSERT = (
-    _INSERT
-    + " ON CONFLICT (id) DO UPDATE SET "
-    + ", ".join(
-        f"{c.strip()} = excluded.{c.strip()}"
-        for c in (MEMORY_COLUMNS + ", content_hash").split(",")
-        if c.strip() != "id" and c.strip() not in USAGE_FIELDS
-    )
-    + " RETURNING seq"
-)
-
-
-_STORED = (*MEMORY_FIELDS[1:], "content_hash")
-"""The columns an update may change, in the order of :func:`memory_params` after the id."""
-_PRIOR = (
-    "SELECT m.seq, EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq), "
-    + ", ".join(f"m.{c}" for c in _STORED)
-    + " FROM memories m WHERE m.id = ?"
-)
-"""What a change to a stored memory must know of its row: where it is, whether it has vectors,
-and what it holds (so that only the columns that change are written)."""
-_USAGE = frozenset(_STORED.index(c) for c in USAGE_FIELDS)
-_INDEXED = frozenset(
-    _STORED.index(c) for c in ("content_hash", "keyword_context", "environment_id", "layer")
-)
-"""What the keyword index holds of a row: its search text (by its hash), context and scope."""
-_COPIED = frozenset(_STORED.index(c) for c in ("environment_id", "layer", "status"))
-"""What the in-memory copy of the vectors holds of a row besides its vector (a new text gets a
-new vector from the indexer, which reaches the copy by itself)."""
-
-
-@lru_cache(maxsize=256)
-def _update(columns: tuple[int, ...]) -> str:
-    """An UPDATE of these columns of :data:`_STORED` alone: an index over none of them (an
-    environment's status list, its creation order, the ids) is not rewritten."""
-    return (
-        "UPDATE memories SET " + ", ".join(f"{_STORED[c]} = ?" for c in columns) + " WHERE seq = ?"
-    )
-
-
-def _bump_vectors(conn: sqlite3.Connection, seq: int) -> None:
-    """A changed memory (status, layer...) must reach the in-memory vector index."""
-    conn.execute(
-        "UPDATE memory_vectors SET rev = (SELECT value + 1 FROM store_meta "
-        "WHERE key = 'vector_rev') WHERE memory_seq = ?",
-        (seq,),
-    )
-    conn.execute(
-        "UPDATE store_meta SET value = value + 1 WHERE key = 'vector_rev' AND changes() > 0"
-    )
-
-
-def _final_states(changes: Sequence[Change]) -> list[tuple[Memory, bool]]:
-    """Each memory a write changes, once, in its last state, and whether the write creates it
-    (its first change here is version 1): a merge's new record is created and marked merged in
-    one write, one row written instead of two (every version is still kept)."""
-    out: dict[str, tuple[Memory, bool]] = {}
-    for c in changes:
-        first = out.get(c.memory.id)
-        out[c.memory.id] = (c.memory, c.version.version == 1 if first is None else first[1])
-    return list(out.values())
 
 
 class SQLiteStore:
@@ -249,52 +181,7 @@ class SQLiteStore:
     def _commit_group(self, batch: list[WriteJob]) -> None:
         with self.db.tx_unlocked() as conn:
             for job in batch:
-                self._apply(conn, job)
-
-    def _apply(self, conn: sqlite3.Connection, job: WriteJob) -> None:
-        mark_executed(conn, job.inflight)
-        # one step per write() call, even when group commit shares the transaction
-        conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'memory_stamp'")
-        insert_audit(conn, job.audit)
-        for m, new in _final_states(job.changes):
-            params = memory_params(m)
-            prior = None if new else conn.execute(_PRIOR, (m.id,)).fetchone()
-            if prior is not None:  # a stored memory changes: its row is updated in place
-                seq, has_vectors, stored, now = prior[0], prior[1], prior[2:], params[1:]
-                changed = tuple(
-                    c for c, value in enumerate(now) if stored[c] != value and c not in _USAGE
-                )
-                if changed:
-                    conn.execute(_update(changed), (*[now[c] for c in changed], seq))
-                if not _INDEXED.isdisjoint(changed):
-                    fts.index(conn, seq, m)  # what the keyword index holds of it changed
-                if has_vectors and not _COPIED.isdisjoint(changed):
-                    _bump_vectors(conn, seq)  # a merge's confidence is not the copy's to read
-                continue
-            if new:  # a plain INSERT (no RETURNING): an id already stored fails, a Conflict
-                seq = inserted_rowid(conn.execute(_INSERT, params))
-            else:
-                seq = conn.execute(_UPSERT, params).fetchone()[0]
-            fts.index(conn, seq, m, replace=not new)
-            if not new:
-                _bump_vectors(conn, seq)
-        conn.executemany(
-            "INSERT INTO memory_versions "
-            "(memory_id, version, action, at, actor, reason, snapshot) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    v.memory_id,
-                    v.version,
-                    v.action.value,
-                    v.at.timestamp(),
-                    v.actor,
-                    v.reason,
-                    v.snapshot.model_dump_json(),
-                )
-                for v in (c.version for c in job.changes)
-            ],
-        )
+                apply_job(conn, job)
 
     def memory_stamp(self) -> int:
         # read around every lifecycle write: the writer's page cache survives its commits
@@ -320,16 +207,22 @@ class SQLiteStore:
                 found[row[0]] = memory_from_row(row)
         return [found[i] for i in ids if i in found]
 
-    def superseded_from(self, environment_id: str, message_ids: Sequence[str]) -> list[Memory]:
+    def superseded_from(
+        self, environment_id: str, threads: Sequence[str], message_ids: Sequence[str]
+    ) -> list[Memory]:
         found: dict[str, Memory] = {}
-        ids = list(dict.fromkeys(message_ids))
+        ids, convs = list(dict.fromkeys(message_ids)), list(dict.fromkeys(threads))[:500]
+        if not convs:
+            return []
+        in_threads, thread_params = in_list(convs)
         for start in range(0, len(ids), 500):
             marks, chunk = in_list(ids[start : start + 500])
             rows = self.db.reader().execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE environment_id = ? "
+                f"AND thread IN ({in_threads}) "
                 "AND status = 'superseded' AND layer = 'fact' AND EXISTS (SELECT 1 FROM "
                 f"json_each(metadata, '$.source_message_ids') WHERE value IN ({marks}))",
-                [environment_id, *chunk],
+                [environment_id, *thread_params, *chunk],
             )
             found.update((row[0], memory_from_row(row)) for row in rows)
         return list(found.values())
