@@ -23,7 +23,7 @@ def _tail(n: int = 16) -> str:
 
 def fakes() -> list[Fake]:
     """One fresh fake secret of each kind, in text the way people paste them."""
-    t = {k: _tail() for k in range(40)}
+    t = {k: _tail() for k in range(40)}  # each kind its own tail
     up = {k: v.upper() for k, v in t.items()}
     pem_open = "-----BEGIN " + "RSA PRIVATE" + " KEY-----"
     pem_close = "-----END " + "RSA PRIVATE" + " KEY-----"
@@ -61,6 +61,13 @@ def fakes() -> list[Fake]:
         ("mysql_password", "mysqldump --user=app -p'" + t[32] + "' app > dump.sql", t[32]),
         ("mysql_password", 'mysql -u root -p"two ' + t[33] + '" db', t[33]),  # quoted, a space
         ("mysql_password", "MySQL -u root -p" + t[34], t[34]),
+        # walkthrough 35: what tools' command lines and people's sentences hold
+        ("cli_password", "curl -u admin:" + t[35] + " https://api.internal/x", t[35]),
+        ("cli_password", "docker login -u bob -p " + t[36] + " registry.io", t[36]),
+        ("cli_password", "sshpass -p " + t[37] + " ssh deploy@host", t[37]),
+        ("cli_password", "./manage --pass" + "word " + t[38] + " --verbose", t[38]),
+        ("password_phrase", "fyi my pass" + "word is " + t[39], t[39]),
+        ("url_credentials", "postgresql://u:p@" + t[0].lower() + "@db/app", t[0].lower()),
     ]
     return [Fake(kind, text, tail) for kind, text, tail in items]
 

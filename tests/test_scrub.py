@@ -41,6 +41,11 @@ SURVIVORS = [
     "mysql -u root mydb < dump.sql && less -pattern log",
     "mysql -h db | tee -pout.txt; mysql -h db;ls -plain",
     "TEST_PASS=1, MIN_PASS=3 and CACHE_KEY=42 are counts",
+    "the password is wrong; the password was changed; the passphrase is stored in the vault",
+    "PWD=/home/me OLDPWD=/tmp and cd $(pwd)",
+    "docker login --password-stdin; curl -u bob https://x; docker run -u 1000:1000 img",
+    "git push --pass-through --token-file ~/.tok; the secret sauce",
+    "https://u@host/p?email=a@b.com",
 ]
 
 
@@ -113,7 +118,9 @@ def test_values_are_walked_recursively_except_identities() -> None:
 
 
 ADVERSARIAL = ["-", "=", "_", " ", ":", "aB3+/", "eyJ-", "sk-", "KEY_", "A_", "Bearer ", "a://",
-               "mysql ", "mysql x", " -p", "A_PASS"]  # fmt: skip
+               "mysql ", "mysql x", " -p", "A_PASS", "curl ", "curl -u ", "sshpass ",
+               "docker login ", "--password ", "password is ", "a://b:c@", "@", "pwd=",
+               "secret:"]  # fmt: skip
 
 
 def _seconds(s: Scrubber, text: str) -> float:

@@ -110,6 +110,15 @@ _VALUE = (
 """The value of an assignment: inside its quotes when quoted, else up to a space or separator;
 never a variable reference (``$X``, ``${X}``, ``<X>``, ``%X%``) or a null/boolean literal."""
 
+_SAID_OF = (
+    r"wrong|incorrect|invalid|expired|expiring|required|missing|empty|correct|changed|reset|"
+    r"stored|saved|kept|weak|strong|long|short|not|too|still|being|hidden|masked|redacted|"
+    r"encrypted|hashed|protected|needed|same|different|fine|okay|case|now|also|what|that|this|"
+    r"your|their|there|here|only|just|never|always|set|sent|shared|printed|logged|given|"
+    r"rotated|updated|provided|displayed|shown|visible|known|unknown|blank|none|null"
+)
+"""Words that follow "the password is" when the sentence is about it, not giving it."""
+
 BUILTIN: tuple[Pattern, ...] = (
     # whole blocks first: their bodies would otherwise match shorter patterns piecemeal;
     # an unterminated block is redacted to the end of the text
@@ -129,7 +138,8 @@ BUILTIN: tuple[Pattern, ...] = (
         "url_credentials",
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/?#@:]{0,256}:"
         + _NOT_MARKER
-        + r"(?P<secret>[^\s/?#@]{1,256})@",
+        # a password with an '@' of its own (p@ss@word@host) runs to the authority's last '@'
+        + r"(?P<secret>(?:[^\s/?#@]{0,256}+@(?=[^\s/?#@]{0,256}+@))*+[^\s/?#@]{1,256})@",
         needles=("://",),
     ),
     Pattern(
@@ -245,10 +255,64 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "secret_assignment",
         r"(?<![A-Za-z0-9_])(?:api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token|"
-        r"refresh[_-]?token|auth[_-]?token|password|passwd)(?![A-Za-z0-9_])[\"']?[ \t]*+[:=]"
-        r"[ \t]*+[\"']?" + _VALUE,
+        r"refresh[_-]?token|auth[_-]?token|password|passwd|secret)(?![A-Za-z0-9_])[\"']?[ \t]*+"
+        r"[:=][ \t]*+[\"']?" + _VALUE,
         IGNORECASE,
         needles=("api_key", "api-key", "apikey", "secret", "token", "passw"),
+        fold=True,
+    ),
+    # pwd=... (ODBC's Uid=sa;Pwd=...), never a path (PWD=/home/me in an environment dump)
+    Pattern(
+        "secret_assignment",
+        r"(?<![A-Za-z0-9_$])pwd[\"']?[ \t]*+[:=][ \t]*+[\"']?(?![/~.])" + _VALUE,
+        IGNORECASE,
+        needles=("pwd",),
+        fold=True,
+    ),
+    # the value of a command-line flag that takes a secret: --password SECRET, --token ...,
+    # --api-key ... (the '=' form is a secret_assignment); not another flag after it
+    Pattern(
+        "cli_password",
+        r"(?<![A-Za-z0-9_-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
+        r"access-token|private-token|client-secret|secret-key)(?![A-Za-z0-9_-])[ \t]++(?!-)"
+        r"[\"']?" + _VALUE,
+        IGNORECASE,
+        needles=("--pass", "--token", "--api", "-token", "--client-secret", "--secret-key"),
+        fold=True,
+    ),
+    # the password after -p of a login command: sshpass -p SECRET, docker login -u me -p SECRET
+    # (podman, nerdctl, buildah, skopeo, oras, helm registry); that command's arguments only
+    Pattern(
+        "cli_password",
+        r"(?<![A-Za-z0-9_.-])(?i:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|"
+        r"helm[ \t]++registry)[ \t]++login)"
+        r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
+        r"(?![;&|<>])){0,30}?[ \t]++-p(?:[ \t]++|(?=[^\s-]))[\"']?" + _NOT_MARKER + r"(?!-)"
+        r"(?P<secret>(?<=\")[^\"\r\n]{1,1024}(?=\")|(?<=')[^'\r\n]{1,1024}(?=')"
+        r"|[^\s\"']{1,1024})",
+        needles=("sshpass", "login"),
+        fold=True,
+    ),
+    # the password of curl's -u / --user user:password (a bare user asks for it)
+    Pattern(
+        "cli_password",
+        r"(?<![A-Za-z0-9_.-])(?i:curl)"
+        r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
+        r"(?![;&|<>])){0,30}?[ \t]++(?:-u|--user)(?:[ \t]++|(?=[^\s-]))[\"']?[^\s:\"']{1,256}:"
+        + _NOT_MARKER
+        + r"(?P<secret>[^\s\"']{1,1024})",
+        needles=("curl",),
+        fold=True,
+    ),
+    # said in prose: "my password is hunter2", "the passphrase for prod was ..."; not a word
+    # that says something about it ("the password is wrong", "... was changed")
+    Pattern(
+        "password_phrase",
+        r"(?<![A-Za-z0-9_])pass(?:word|phrase|code)(?:[ \t]++(?:for|of|to)[ \t]++[^\s]{1,64}?)?"
+        r"[ \t]++(?:is|was)[ \t]*+:?[ \t]*+[\"'`]?" + _NOT_MARKER + r"(?!(?:" + _SAID_OF + r")\b)"
+        r"(?P<secret>[^\s\"'`,;]{4,256}+)",
+        IGNORECASE,
+        needles=("password", "passphrase", "passcode"),
         fold=True,
     ),
 )
