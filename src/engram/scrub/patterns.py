@@ -119,6 +119,13 @@ _SAID_OF = (
 )
 """Words that follow "the password is" when the sentence is about it, not giving it."""
 
+_ARGS = (
+    r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
+    r"(?![;&|<>])){0,30}?"
+)
+"""Up to 30 arguments of one command (unquoted runs with no shell operator, quoted ones with
+anything inside): never past a ``;``, ``&&``, ``|``, ``<`` or ``>`` outside quotes."""
+
 BUILTIN: tuple[Pattern, ...] = (
     # whole blocks first: their bodies would otherwise match shorter patterns piecemeal;
     # an unterminated block is redacted to the end of the text
@@ -243,8 +250,8 @@ BUILTIN: tuple[Pattern, ...] = (
         "mysql_password",
         r"(?<![A-Za-z0-9_.-])(?i:(?:mysql|mariadb)[a-z_-]{0,20})"
         # an argument: unquoted runs (no shell operator) and quoted ones (anything inside)
-        r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
-        r"(?![;&|<>])){0,30}?[ \t]++-p[\"']?"
+        + _ARGS
+        + r"[ \t]++-p[\"']?"
         + _NOT_MARKER
         + r"(?P<secret>(?<=\")[^\"\r\n]{1,1024}(?=\")|(?<=')[^'\r\n]{1,1024}(?=')"
         r"|[^\s\"']{1,1024})",
@@ -286,8 +293,10 @@ BUILTIN: tuple[Pattern, ...] = (
         "cli_password",
         r"(?<![A-Za-z0-9_.-])(?i:sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|"
         r"helm[ \t]++registry)[ \t]++login)"
-        r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
-        r"(?![;&|<>])){0,30}?[ \t]++-p(?:[ \t]++|(?=[^\s-]))[\"']?" + _NOT_MARKER + r"(?!-)"
+        + _ARGS
+        + r"[ \t]++-p(?:[ \t]++|(?=[^\s-]))[\"']?"
+        + _NOT_MARKER
+        + r"(?!-)"
         r"(?P<secret>(?<=\")[^\"\r\n]{1,1024}(?=\")|(?<=')[^'\r\n]{1,1024}(?=')"
         r"|[^\s\"']{1,1024})",
         needles=("sshpass", "login"),
@@ -297,8 +306,8 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "cli_password",
         r"(?<![A-Za-z0-9_.-])(?i:curl)"
-        r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
-        r"(?![;&|<>])){0,30}?[ \t]++(?:-u|--user)(?:[ \t]++|(?=[^\s-]))[\"']?[^\s:\"']{1,256}:"
+        + _ARGS
+        + r"[ \t]++(?:-u|--user)(?:[ \t]++|(?=[^\s-]))[\"']?[^\s:\"']{1,256}:"
         + _NOT_MARKER
         + r"(?P<secret>[^\s\"']{1,1024})",
         needles=("curl",),
