@@ -206,6 +206,22 @@ def test_the_session_start_block(engram: Engram, clock: FakeClock) -> None:
         engram.capture.session_start(start, LOCAL, max_tokens=20)
 
 
+def test_sessions_that_did_nothing_do_not_push_work_out_of_the_brief(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """Walkthrough 35: six agent launches that did nothing (a start and an end) after one
+    session of work, and the next brief had no "Recent sessions" at all: the last few sessions
+    were read and only then those without an episode dropped."""
+    _session(engram, clock, "worked", "Add the pagination", agent="claude")
+    for i in range(6):
+        clock.advance(minutes=1)
+        empty = [ev("session_start", clock, f"idle-{i}"), ev("session_end", clock, f"idle-{i}")]
+        engram.capture.ingest(empty, LOCAL)
+    assert engram.capture.drain()
+    _, block = engram.capture.session_start([ev("session_start", clock, "next")], LOCAL)
+    assert "Recent sessions:" in block and "Add the pagination" in block
+
+
 def test_deleting_the_environment_removes_its_sessions(engram: Engram, clock: FakeClock) -> None:
     _session(engram, clock, "s-1", "Something")
     env = engram.environments.resolve("webapp", LOCAL)

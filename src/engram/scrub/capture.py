@@ -43,9 +43,16 @@ class ScrubbingCaptureStore:
         return self.inner.get_session(session_id)
 
     def list_sessions(
-        self, environment_ids: Sequence[str], *, limit: int, agent: str | None = None
+        self,
+        environment_ids: Sequence[str],
+        *,
+        limit: int,
+        agent: str | None = None,
+        summarised: bool = False,
     ) -> list[CapturedSession]:
-        return self.inner.list_sessions(environment_ids, limit=limit, agent=agent)
+        return self.inner.list_sessions(
+            environment_ids, limit=limit, agent=agent, summarised=summarised
+        )
 
     def observations(self, session_id: str, *, limit: int, after: int = 0) -> list[Observation]:
         return self.inner.observations(session_id, limit=limit, after=after)

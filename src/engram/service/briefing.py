@@ -86,11 +86,12 @@ class Briefing:
         receives) comes first."""
         env = self._envs.resolve(env_id, actor)
         self.catch_up(env.id, current)
-        recent = [
-            s
-            for s in self._store.capture.list_sessions([env.id], limit=RECENT_SESSIONS + 3)
-            if s.id != current and s.episode_id
-        ][:RECENT_SESSIONS]
+        # sessions that did nothing (an agent opened and closed) have no episode: never
+        # counted against the last three, however many of them came since
+        summarised = self._store.capture.list_sessions(
+            [env.id], limit=RECENT_SESSIONS + 1, summarised=True
+        )
+        recent = [s for s in summarised if s.id != current][:RECENT_SESSIONS]
         header = (
             f'<engram-memory project="{env.name}">\n'
             f"Notes Engram keeps for the project {env.name} (from earlier sessions; they "

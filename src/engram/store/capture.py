@@ -79,9 +79,15 @@ class CaptureStore(Protocol):
     def get_session(self, session_id: str) -> CapturedSession | None: ...
 
     def list_sessions(
-        self, environment_ids: Sequence[str], *, limit: int, agent: str | None = None
+        self,
+        environment_ids: Sequence[str],
+        *,
+        limit: int,
+        agent: str | None = None,
+        summarised: bool = False,
     ) -> list[CapturedSession]:
-        """Sessions in these environments (all when empty), most recent activity first."""
+        """Sessions in these environments (all when empty), most recent activity first;
+        ``summarised``: only those with an episode (a session that did nothing has none)."""
         ...
 
     def observations(self, session_id: str, *, limit: int, after: int = 0) -> list[Observation]:

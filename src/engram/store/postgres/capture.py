@@ -81,7 +81,12 @@ class PostgresCaptureStore:
         return ROWS.session(row) if row else None
 
     def list_sessions(
-        self, environment_ids: Sequence[str], *, limit: int, agent: str | None = None
+        self,
+        environment_ids: Sequence[str],
+        *,
+        limit: int,
+        agent: str | None = None,
+        summarised: bool = False,
     ) -> list[CapturedSession]:
         query = f"SELECT {SESSION_COLUMNS} FROM capture_sessions WHERE true"
         params: list[Any] = []
@@ -91,6 +96,8 @@ class PostgresCaptureStore:
         if agent:
             query += " AND agent = %s"
             params.append(agent)
+        if summarised:
+            query += " AND episode_id IS NOT NULL"
         with self._db.reader() as conn:
             rows = conn.execute(
                 query + " ORDER BY last_event_at DESC, id LIMIT %s", [*params, limit]

@@ -89,12 +89,19 @@ class SQLiteCaptureStore:
         return ROWS.session(row) if row else None
 
     def list_sessions(
-        self, environment_ids: Sequence[str], *, limit: int, agent: str | None = None
+        self,
+        environment_ids: Sequence[str],
+        *,
+        limit: int,
+        agent: str | None = None,
+        summarised: bool = False,
     ) -> list[CapturedSession]:
         cond, params = _in("environment_id", environment_ids)
         if agent:
             cond += " AND agent = ?"
             params.append(agent)
+        if summarised:
+            cond += " AND episode_id IS NOT NULL"
         rows = self._db.reader().execute(
             f"SELECT {SESSION_COLUMNS} FROM capture_sessions WHERE 1 = 1{cond} "
             "ORDER BY last_event_at DESC, id LIMIT ?",
