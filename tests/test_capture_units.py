@@ -102,6 +102,30 @@ def test_real_payloads_map_onto_one_vocabulary() -> None:
     assert _event(Agent.CLAUDE, {"hook_event_name": "MessageDisplay"}).kind is k.OTHER
 
 
+def test_the_content_a_command_writes_is_not_kept() -> None:
+    """Walkthrough 35: Codex's apply_patch carries the patch in its command, so the file's
+    content was kept as the command run (up to 2 KB, in episodes and briefs as "`*** Begin
+    Patch`"); a heredoc's body the same way. The command keeps its first line, the files their
+    names."""
+    body = "def test_discount(): assert 1"
+    patch = f"*** Begin Patch\n*** Add File: tests/test_discount.py\n+{body}\n*** End Patch"
+
+    def tool(command: Any) -> Event:
+        return _event(Agent.CODEX, {
+            "session_id": "01a2", "cwd": "/home/u/proj", "hook_event_name": "PostToolUse",
+            "tool_name": "apply_patch", "tool_input": {"command": command},
+            "tool_response": "Success. Updated the following files: A tests/test_discount.py",
+        })  # fmt: skip
+
+    for command in (patch, ["apply_patch", patch], f"apply_patch <<'EOF'\n{patch}\nEOF"):
+        event = tool(command)
+        assert body not in event.command and event.command.startswith("apply_patch")
+        assert event.files == ("tests/test_discount.py",)
+    heredoc = tool(f"cat > notes.txt <<EOF\n{body}\nEOF")
+    assert heredoc.command == "cat > notes.txt <<EOF"
+    assert tool("make lint\nmake test").command == "make lint\nmake test"
+
+
 # Codex's generated schema for SessionStart command output (openai/codex, see ecosystem.md)
 CODEX_SESSION_START = {
     "type": "object",

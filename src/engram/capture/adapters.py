@@ -179,6 +179,18 @@ def _command(tool_input: Any) -> str:
     return ""
 
 
+def _without_content(command: str) -> str:
+    """A command without the content it writes, which capture never keeps: the body of a
+    patch (Codex's ``apply_patch`` takes it in its command, or from a heredoc) and a heredoc's
+    lines (``cat > f <<EOF``); the files it names are kept apart (:func:`_files`)."""
+    at = command.find(_PATCH_MARK + "Begin Patch")
+    if at >= 0:
+        head = command[:at].strip()
+        return head or "apply_patch"
+    first, sep, _ = command.partition("\n")
+    return first.rstrip() if sep and "<<" in first else command
+
+
 def _files(tool: str, tool_input: Any) -> tuple[str, ...]:
     found: list[str] = []
     if isinstance(tool_input, dict):
@@ -332,7 +344,7 @@ def to_wire(
     text = raw.text
     if kind == K.PROMPT:
         text = strip_scaffolding(text)
-    command = _command(raw.tool_input)
+    command = _without_content(_command(raw.tool_input))
     files = _files(raw.tool, raw.tool_input)
     excerpt = ""
     if kind == K.TOOL_RESULT:
