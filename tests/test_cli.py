@@ -200,6 +200,12 @@ def test_a_long_path_is_printed_whole_on_a_narrow_console(
     memory_id = json.loads(capsys.readouterr().out)["id"]
     assert main(["--home", str(home), "list"]) == 0
     assert any(memory_id in line for line in capsys.readouterr().out.splitlines())
+    # a habit's id too (profile edit and delete take it; it was cut at 80 columns)
+    habit = "Runs the type checker before every commit in each of my repositories " * 2
+    assert main(["--home", str(home), "profile", "add", habit, "--json"]) == 0
+    habit_id = json.loads(capsys.readouterr().out)["id"]
+    assert main(["--home", str(home), "profile", "list"]) == 0
+    assert any(habit_id in line for line in capsys.readouterr().out.splitlines())
     missing = tmp_path / ("y" * 60) / "export.json"
     # ... and keeps its content readable: at 80 columns the lesser columns give way
     assert main(["--home", str(home), "add", "Prefers pnpm over npm for javascript"]) == 0

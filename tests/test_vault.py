@@ -163,7 +163,7 @@ def test_cli_export_sync_and_watch(capsys: pytest.CaptureFixture[str], tmp_path:
     vault = tmp_path / "vault"
     h = ["--home", str(home)]
     assert main([*h, "export", str(vault), "--format", "vault"]) == 0
-    assert "wrote vault" in capsys.readouterr().out
+    assert "wrote the vault" in capsys.readouterr().out
     file = vault / f"default/facts/{fact.id}.md"
     file.write_text(file.read_text().replace("pnpm", "bun"))
     assert main([*h, "sync", str(vault)]) == 0

@@ -181,7 +181,10 @@ def export(
         with service(ctx) as (engram, st):
             target = st.current_environment(env) if env else None
             report = engram.vault.export(output, st.actor, target)
-        console.print(f"wrote vault {output} ({len(report.written)} files changed)")
+        changed = len(report.written)
+        console.print(
+            f"wrote the vault {output} ({changed} file{'' if changed == 1 else 's'} changed)"
+        )
         return
     with service(ctx) as (engram, st):
         if archive_ or account:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from engram.cli.common import JsonOption, console, emit_json, service, short
+from engram.cli.tables import memory_table
 from engram.errors import InvalidInput
 from engram.service.profile import Habit, with_block
 
@@ -69,13 +69,18 @@ def list_(
     if as_json:
         emit_json(habits)
         return
-    table = Table()
-    for col in ("id", "in profile", "projects", "habit"):
-        table.add_column(col)
-    for h in habits:
-        why = "global" if h.stated_global else str(len(h.projects))
-        table.add_row(h.id, "yes" if h.promoted else "no", why, short(h.text, 70))
-    console.print(table)
+    rows = [
+        {
+            "id": h.id,
+            "in profile": "yes" if h.promoted else "no",
+            "projects": "global" if h.stated_global else str(len(h.projects)),
+            "habit": short(h.text, 70),
+        }
+        for h in habits
+    ]
+    # the ids stay whole (profile edit and delete take them), the habit folds
+    cols = ("id", "in profile", "projects", "habit")
+    console.print(memory_table(rows, cols, cols, fold="habit"))
 
 
 @app.command()

@@ -59,7 +59,8 @@ def search(
                 "content": short(item.memory.content, 70),
             }
         )
-    title = f"{len(result.items)} results ({result.mode.value}, {result.took_ms} ms)"
+    count = len(result.items)
+    title = f"{count} result{'' if count == 1 else 's'} ({result.mode.value}, {result.took_ms} ms)"
     wide = ("score", *_FACTORS, "found by", "id", "content")
     table = memory_table(rows, wide, ("score", "id", "content"), title=title)
     console.print(table)
