@@ -243,6 +243,8 @@ def test_handoff_list_keeps_the_id_whole_at_80_columns(
     out = capsys.readouterr().out
     assert any(handoff_id in line for line in out.splitlines()), out
     assert "Moved the upload retries" in out
+    # every project's handoffs are listed by default: each row names its project
+    assert "project" in out and "default" in out, out
     assert main(["--home", home, "handoff", "show", handoff_id]) == 0
 
 

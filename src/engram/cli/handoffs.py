@@ -89,6 +89,9 @@ def list_(
         found = engram.handoffs.list(
             st.actor, environment=env, states=state or [HandoffState.OPEN], limit=limit
         )
+        projects = {
+            e.id: engram.environments.label(e, st.actor) for e in engram.environments.list(st.actor)
+        }
     if as_json:
         emit_json(found)
         return
@@ -98,6 +101,7 @@ def list_(
     rows = [
         {
             "id": h.id,
+            "project": projects.get(h.environment_id, h.environment_id),
             "state": h.state.value,
             "from": f"{h.from_agent} ({'auto' if h.automatic else 'manual'})",
             "left": f"{h.created_at:%Y-%m-%d %H:%M}",
@@ -106,8 +110,10 @@ def list_(
         }
         for h in found
     ]
-    wide = ("id", "state", "from", "left", "where", "summary")
-    table = memory_table(rows, wide, ("id", "state", "summary"), title="Handoffs", fold="summary")
+    # every project's by default: each row says whose
+    wide = ("id", "project", "state", "from", "left", "where", "summary")
+    narrow = ("id", "project", "state", "summary")
+    table = memory_table(rows, wide, narrow, title="Handoffs", fold="summary")
     console.print(table)
 
 
