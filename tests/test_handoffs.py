@@ -239,6 +239,36 @@ def test_manual_beats_automatic_and_the_newest_automatic_expires_the_older(
         engram.handoffs.accept(older.id, LOCAL)
 
 
+def test_a_session_that_goes_on_after_its_handoff_expired_leaves_it_again(
+    engram: Engram, clock: FakeClock
+) -> None:
+    """Walkthrough 35: a session still at work when a newer one in its directory ended had its
+    handoff expired by that one's, and its later work never reached anyone (its handoff stayed
+    expired with the old text). The work it does next leaves the handoff again, as of now."""
+    work(engram, clock, "live", "Add retries to the payment client", end=False)
+    (first,) = engram.handoffs.list(LOCAL)
+    clock.advance(minutes=1)
+    work(engram, clock, "other", "Fix the docs build")
+    assert engram.handoffs.get(first.id, LOCAL).state is HandoffState.EXPIRED
+    clock.advance(minutes=1)
+    more = [
+        ev("prompt", clock, "live", text="Now make the retry count configurable"),
+        ev("stop", clock, "live", text="Done. Next step: document RETRIES."),
+        ev("session_end", clock, "live"),
+    ]
+    engram.capture.ingest(more, LOCAL)
+    assert engram.capture.drain()
+    again = engram.handoffs.get(first.id, LOCAL)
+    assert again.state is HandoffState.OPEN and "document RETRIES" in " ".join(again.next_steps)
+    assert again.created_at > first.created_at
+    block = start(engram, clock, "next", agent="codex")
+    assert f"Handoff {first.id}" in block
+    # taken now: the session's next event leaves it with whoever took it
+    engram.capture.ingest([ev("session_end", clock, "live")], LOCAL)
+    assert engram.capture.drain()
+    assert engram.handoffs.get(first.id, LOCAL).state is HandoffState.ACCEPTED
+
+
 def test_expired_and_cancelled_handoffs_are_never_delivered(
     engram: Engram, clock: FakeClock
 ) -> None:

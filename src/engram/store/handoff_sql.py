@@ -21,7 +21,13 @@ UPSERT_AUTOMATIC = (
     f"{INSERT} ON CONFLICT (id) DO UPDATE SET summary = excluded.summary, "
     "open_questions = excluded.open_questions, next_steps = excluded.next_steps, "
     "files_touched = excluded.files_touched, cwd = excluded.cwd, "
-    "updated_at = excluded.updated_at WHERE handoffs.state = 'open' "
+    "updated_at = excluded.updated_at, "
+    # a session that went on working after its handoff expired (a newer session in its
+    # directory ended first, or it was left for days) leaves it again, as of now
+    "created_at = CASE WHEN handoffs.state = 'expired' THEN excluded.created_at "
+    "ELSE handoffs.created_at END, state = 'open' "
+    "WHERE handoffs.state = 'open' OR (handoffs.state = 'expired' "
+    "AND excluded.summary <> handoffs.summary) "
     f"RETURNING {COLS}"
 )
 GET = f"SELECT {COLS} FROM handoffs WHERE id = ?"

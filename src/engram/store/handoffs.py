@@ -15,7 +15,8 @@ class HandoffStore(Protocol):
 
     def upsert_automatic(self, handoff: Handoff) -> Handoff:
         """Store the automatic handoff of a session (its id derives from the session), or bring
-        it up to date while it is still open; returns the stored row."""
+        it up to date while it is still open, or open it again, left now, when it expired and
+        the session has done more since (its summary changed); returns the stored row."""
         ...
 
     def get(self, handoff_id: str) -> Handoff | None: ...
