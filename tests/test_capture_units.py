@@ -302,6 +302,15 @@ def test_the_summary_reads_what_happened_without_an_llm() -> None:
     assert "Commands run: `pytest` (failed); `pytest`; `mypy .` (failed)" in text
 
 
+def test_a_decision_that_sets_a_rule_is_a_decision() -> None:
+    """Walkthrough 35: "From now on we deploy with the Makefile, never by hand." was filed as
+    a preference ("never"); the README names "from now on" as a decision's wording."""
+    said = "From now on we deploy with the Makefile, never by hand."
+    summary = summarize([_obs("prompt", 0, text=f"{said} Always run the type checker first.")])
+    assert summary.stated_decisions == [said]
+    assert summary.preferences == ["Always run the type checker first."]
+
+
 def test_the_hook_client_does_not_load_the_service_stack() -> None:
     heavy = {"pydantic", "fastapi", "numpy", "httpx", "typer", "starlette", "tiktoken", "email"}
     heavy |= {"typing", "uuid", "tomllib"}  # each costs the hook milliseconds at start-up

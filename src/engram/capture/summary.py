@@ -158,12 +158,14 @@ def summarize(events: Sequence[Observed], cwd: str = "") -> SessionSummary:
         if ev.kind == EventKind.PROMPT and ev.text:
             _add(asked, _first_line(ev.text))
             for s in _sentences(ev.text):
-                if _PREFERENCE.search(s):
-                    _add(preferences, s)
+                # a decision stated for the project is one, whatever rule it sets ("from now
+                # on we deploy with the Makefile, never by hand")
                 project_wide = _STATED_DECISION.search(s) is not None
+                if _PREFERENCE.search(s) and not project_wide:
+                    _add(preferences, s)
                 if project_wide or _DECISION.search(s):
                     _add(decisions, s)
-                if project_wide and s not in preferences:
+                if project_wide:
                     _add(stated, s)
         elif ev.kind == EventKind.TOOL_RESULT:
             for name in ev.files:
