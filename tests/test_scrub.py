@@ -42,6 +42,7 @@ SURVIVORS = [
     "mysql -h db | tee -pout.txt; mysql -h db;ls -plain",
     "TEST_PASS=1, MIN_PASS=3 and CACHE_KEY=42 are counts",
     "the password is wrong; the password was changed; the passphrase is stored in the vault",
+    "the password is passed to the server, incorrectly hashed and expiring soon",
     "PWD=/home/me OLDPWD=/tmp and cd $(pwd)",
     "docker login --password-stdin; curl -u bob https://x; docker run -u 1000:1000 img",
     "git push --pass-through --token-file ~/.tok; the secret sauce",

@@ -318,7 +318,11 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "password_phrase",
         r"(?<![A-Za-z0-9_])pass(?:word|phrase|code)(?:[ \t]++(?:for|of|to)[ \t]++[^\s]{1,64}?)?"
-        r"[ \t]++(?:is|was)[ \t]*+:?[ \t]*+[\"'`]?" + _NOT_MARKER + r"(?!(?:" + _SAID_OF + r")\b)"
+        r"[ \t]++(?:is|was)[ \t]*+:?[ \t]*+[\"'`]?"
+        + _NOT_MARKER
+        + r"(?!(?:"
+        + _SAID_OF
+        + r")\b|[a-z]{2,}+(?<=ed|ly)\b|[a-z]{2,}+(?<=ing)\b)"
         r"(?P<secret>[^\s\"'`,;]{4,256}+)",
         IGNORECASE,
         needles=("password", "passphrase", "passcode"),
