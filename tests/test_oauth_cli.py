@@ -62,6 +62,11 @@ def test_passwd_grants_and_revoke(
     code, out, _ = run(capsys, "--home", str(home), "keys", "grants", "--json")
     listed = json.loads(out)
     assert code == 0 and [(g["id"], g["scopes"]) for g in listed] == [(grant_id, ["read"])]
+    # the table (80 columns when not a terminal) prints the id whole, as revoke takes it
+    code, out, _ = run(capsys, "--home", str(home), "keys", "grants")
+    assert code == 0 and any(grant_id in line for line in out.splitlines()), out
+    code, out, _ = run(capsys, "--home", str(home), "keys", "list")
+    assert code == 0 and "key_" in out and "…\n" not in out.split("key_", 1)[1][:30], out
     code, out, _ = run(capsys, "--home", str(home), "keys", "revoke", grant_id)
     assert code == 0 and f"revoked grant {grant_id}" in out
     code, out, _ = run(capsys, "--home", str(home), "keys", "grants", "--json")

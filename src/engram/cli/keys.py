@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from engram.accounts import IssuedKey, Scope
 from engram.cli.common import JsonOption, console, emit_json, service, user_id
 from engram.cli.erasure import print_erased
+from engram.cli.tables import memory_table
 from engram.service import Engram
 from engram.service.accounts import TOKEN_FILE
 from engram.service.oauth import GRANT_PREFIX
@@ -53,20 +53,23 @@ def list_(
     if as_json:
         emit_json(keys)
         return
-    table = Table()
-    for col in ("id", "user", "name", "prefix", "scopes", "last used", "revoked"):
-        table.add_column(col)
-    for k in keys:
-        table.add_row(
-            k.id,
-            k.user_id,
-            k.name,
-            k.prefix + "…",
-            ",".join(k.scopes),
-            k.last_used_at.isoformat(timespec="seconds") if k.last_used_at else "never",
-            k.revoked_at.isoformat(timespec="seconds") if k.revoked_at else "",
-        )
-    console.print(table)
+    rows = [
+        {
+            "id": k.id,
+            "user": k.user_id,
+            "name": k.name,
+            "prefix": k.prefix + "…",
+            "scopes": ",".join(k.scopes),
+            "last used": k.last_used_at.isoformat(timespec="seconds")
+            if k.last_used_at
+            else "never",
+            "revoked": k.revoked_at.isoformat(timespec="seconds") if k.revoked_at else "",
+        }
+        for k in keys
+    ]
+    wide = ("id", "user", "name", "prefix", "scopes", "last used", "revoked")
+    # the id whole at any width: 'keys revoke' takes it
+    console.print(memory_table(rows, wide, ("id", "name", "scopes", "revoked"), fold="name"))
 
 
 def _print_issued(issued: IssuedKey, as_json: bool) -> None:
@@ -139,19 +142,20 @@ def grants(
     if as_json:
         emit_json(found)
         return
-    table = Table()
-    for col in ("id", "user", "client", "scopes", "granted", "revoked"):
-        table.add_column(col)
-    for g in found:
-        table.add_row(
-            g.id,
-            g.user_id,
-            g.client_name,
-            ",".join(g.scopes),
-            g.created_at.isoformat(timespec="seconds"),
-            g.revoked_at.isoformat(timespec="seconds") if g.revoked_at else "",
-        )
-    console.print(table)
+    rows = [
+        {
+            "id": g.id,
+            "user": g.user_id,
+            "client": g.client_name,
+            "scopes": ",".join(g.scopes),
+            "granted": g.created_at.isoformat(timespec="seconds"),
+            "revoked": g.revoked_at.isoformat(timespec="seconds") if g.revoked_at else "",
+        }
+        for g in found
+    ]
+    wide = ("id", "user", "client", "scopes", "granted", "revoked")
+    # the id whole at any width: 'keys revoke grt_…' takes it (it was cut at 80 columns)
+    console.print(memory_table(rows, wide, ("id", "client", "revoked"), fold="client"))
 
 
 @users_app.command("list")
@@ -162,12 +166,17 @@ def users_list(ctx: typer.Context, as_json: Annotated[bool, JsonOption] = False)
     if as_json:
         emit_json(users)
         return
-    table = Table()
-    for col in ("id", "name", "admin", "created"):
-        table.add_column(col)
-    for u in users:
-        table.add_row(u.id, u.name, "yes" if u.is_admin else "", u.created_at.date().isoformat())
-    console.print(table)
+    rows = [
+        {
+            "id": u.id,
+            "name": u.name,
+            "admin": "yes" if u.is_admin else "",
+            "created": u.created_at.date().isoformat(),
+        }
+        for u in users
+    ]
+    cols = ("id", "name", "admin", "created")
+    console.print(memory_table(rows, cols, cols, fold="name"))
 
 
 @users_app.command("add")
