@@ -231,6 +231,15 @@ def test_setup_prepares_the_model_so_the_first_mcp_call_does_not(
     assert run("--yes") == 0
     assert "model: minilm-static-v1 ready in" in capsys.readouterr().out
     assert is_prepared(cache)
+    # ... and the clients launch 'engram mcp' on that cache: a desktop app inherits no shell
+    # settings, and Claude Desktop's first call distilled the model again (walkthrough 35b)
+    (home / ".config/Claude").mkdir(parents=True)
+    assert run("--yes") == 0
+    desktop = json.loads((home / ".config/Claude/claude_desktop_config.json").read_text())
+    assert desktop["mcpServers"]["engram"]["env"]["ENGRAM_MODEL_CACHE"] == str(cache)
+    codex = (home / ".codex/config.toml").read_text()
+    assert f'ENGRAM_MODEL_CACHE = "{cache}"' in codex
+    capsys.readouterr()
     assert run("--yes") == 0
     assert "Nothing to change." in capsys.readouterr().out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from engram.config import DEFAULT_HOST, DEFAULT_PORT
 from engram.errors import NotFound
 from engram.service import Engram
 from engram.setup.mcp_entries import WHERE, Launch, McpClient, snippet
+from engram.setup.unit import spec_env
 
 
 def mcp(
@@ -73,7 +75,7 @@ def mcp_config(
     launch = Launch(
         command=str(Path(command).resolve()) if command else "engram",
         args=("mcp", *(("--env", env) if env else ())),
-        env={"ENGRAM_HOME": str(home)},
+        env=spec_env(home, os.environ),  # a desktop app inherits none of the shell's settings
         url=mcp_url(url or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"),
         headers=headers,
     )

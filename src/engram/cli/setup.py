@@ -107,7 +107,8 @@ def setup(
         root = session.git_root(Path.cwd())
         if not folders and not no_trust and root is not None:
             folders = [root]
-        wiring = session.make_wiring(home, server, [f.expanduser().resolve() for f in folders])
+        trusted = [f.expanduser().resolve() for f in folders]
+        wiring = session.make_wiring(home, server, trusted, env)
         plans = session.build(names, wiring, env, platform)
     typer.echo(("Remove Engram from:" if uninstall else "Engram setup plan") + f" (data: {home})")
     _say(session.render(plans, env, diff=diff) or ["  nothing of Engram's is installed"])

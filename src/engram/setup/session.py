@@ -90,14 +90,18 @@ def hook_settings(engram_home: Path, server: str) -> dict[str, str]:
     return settings
 
 
-def make_wiring(engram_home: Path, server: str, trust: Sequence[Path]) -> Wiring:
+def make_wiring(
+    engram_home: Path, server: str, trust: Sequence[Path], env: Mapping[str, str] | None = None
+) -> Wiring:
     """On this machine (``server`` is a loopback address): clients launch ``engram mcp`` on this
-    home, hooks post to ``server``. Remote: clients and hooks reach ``server``, the key read
-    from ENGRAM_TOKEN."""
+    home, with the installing shell's model cache, embedder and database (``env``: its
+    environment; a desktop app inherits none of them, and without the cache its first call
+    distilled the model again, over a minute), hooks post to ``server``. Remote: clients and
+    hooks reach ``server``, the key read from ENGRAM_TOKEN."""
     launch = Launch(
         command=engram_executable(),
         args=("mcp",),
-        env={"ENGRAM_HOME": str(engram_home)},
+        env=unit.spec_env(engram_home, env or {}),
         url=f"{server}/mcp",
     )
     settings = hook_settings(engram_home, server)
