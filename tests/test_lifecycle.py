@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -350,3 +351,19 @@ def test_many_valued_attributes_accumulate_instead_of_superseding() -> None:
     # a single-valued attribute still changes, and a change marker still takes a value back
     assert check("Alice lives in Berlin", "Alice lives in Lisbon").verdict is Verdict.CLEAR
     assert check("Bob uses vim", "Bob switched to emacs").verdict is Verdict.CLEAR
+
+
+def test_two_facts_that_each_held_a_secret_are_not_alike_for_it(tmp_path: Path) -> None:
+    """Walkthrough 35b: 'the wifi password is …' merged into 'My password is …' (Jaccard
+    0.67 on the words of the two identical secret markers), so the wifi fact no longer came
+    up on its own. A marker is not a word two facts share."""
+    from engram.lifecycle.dedup import fact_words
+
+    mine, wifi = "My password is hunter2xyz", "The wifi password is Wifi9pass"
+    with Engram(SQLiteStore(tmp_path / "e.db")) as engram:
+        first = engram.lifecycle.remember(NewMemory(content=mine), LOCAL)
+        second = engram.lifecycle.remember(NewMemory(content=wifi), LOCAL)
+        assert "[REDACTED:" in first.memory.content
+        assert (first.action.value, second.action.value) == ("created", "created")
+        assert word_set(second.memory.content) == {"wifi", "password"}
+        assert fact_words(second.memory.content) == {"wifi", "password"}

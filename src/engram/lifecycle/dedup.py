@@ -6,10 +6,20 @@ content-word sets (works with no embedder at all) and the cosine of their embedd
 
 from __future__ import annotations
 
+import re
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from engram.lifecycle.config import LifecycleConfig
+from engram.scrub.core import MARKER_START
 from engram.text import content_word_frozenset, distinct_content_words
+
+_MARKER = re.compile(re.escape(MARKER_START) + r"[a-z0-9_]*\]")
+"""A secret's marker: two facts that each held a secret of one kind are not alike for it
+('My password is [REDACTED:…]', 'the wifi password is [REDACTED:…]')."""
+
+
+def _unmarked(text: str) -> str:
+    return _MARKER.sub(" ", text) if MARKER_START in text else text
 
 
 class Fact(Protocol):
@@ -33,7 +43,7 @@ F = TypeVar("F", bound=Fact, covariant=True)
 def word_set(text: str) -> frozenset[str]:
     """The content words of ``text`` (lowercased, stopwords removed, possessive 's dropped so
     "Alice's editor" and "the editor of Alice" share 'alice'), as a set."""
-    found = distinct_content_words(text)
+    found = distinct_content_words(_unmarked(text))
     if ("'" in text or "’" in text) and any("'" in w for w in found):
         return frozenset(w.removesuffix("'s") for w in found)
     return frozenset(found)
@@ -44,7 +54,7 @@ def fact_words(text: str) -> frozenset[str]:
     iteration order: for facts entered into an index, where only the set matters (a new
     text's lookup terms keep :func:`word_set`'s order, which decides how equal-scoring
     candidates are ranked)."""
-    found = content_word_frozenset(text)
+    found = content_word_frozenset(_unmarked(text))
     if "'" in text or "’" in text:
         return frozenset(w.removesuffix("'s") for w in found)
     return found
