@@ -124,6 +124,19 @@ def test_listed_edited_deleted_and_owned(engram: Engram) -> None:
         engram.profile.get(habit.id, LOCAL)
 
 
+def test_a_habit_written_with_a_secret_is_answered_as_stored(engram: Engram) -> None:
+    """Walkthrough 35b: MCP profile_add answered with the token it was given while the profile
+    held it redacted: the model was told something other than what was stored."""
+    from tests.scrub_fixtures import fakes
+
+    token = next(f for f in fakes() if f.kind == "github_token")
+    added = engram.profile.add(f"Always push with {token.text}", LOCAL)
+    assert token.tail not in added.text and "[REDACTED:github_token]" in added.text
+    assert engram.profile.get(added.id, LOCAL).text == added.text
+    edited = engram.profile.edit(added.id, f"Always pull with {token.text}", LOCAL)
+    assert token.tail not in edited.text
+
+
 def test_the_digest_is_bounded_and_stable(engram: Engram, clock: FakeClock) -> None:
     for i in range(60):
         clock.advance(seconds=1)

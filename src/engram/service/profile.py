@@ -154,8 +154,13 @@ class ProfileService:
             raise Conflict(f"the profile already holds {text!r}", field="text")
         now = self._clock()
         entry = ProfileEntry(new_id("hab_"), actor.user_id, key, text, (), True, now, now)
+        return self._put(entry)
+
+    def _put(self, entry: ProfileEntry) -> ProfileEntry:
+        """Store ``entry`` and return it as stored: scrubbed (the store's scrubber), so a
+        reply never shows a secret the profile does not hold."""
         self._store.profile.put_entry(entry)
-        return entry
+        return self._store.profile.get_entry(entry.id) or entry
 
     def edit(self, entry_id: str, text: str, actor: Actor) -> ProfileEntry:
         """New wording; an entry edited by hand is part of the profile."""
@@ -166,8 +171,7 @@ class ProfileService:
         if clash is not None and clash.id != old.id:
             raise Conflict(f"the profile already holds {text!r} ({clash.id})", field="text")
         entry = replace(old, text=text, key=key, stated_global=True, updated_at=self._clock())
-        self._store.profile.put_entry(entry)
-        return entry
+        return self._put(entry)
 
     def delete(self, entry_id: str, actor: Actor) -> ProfileEntry:
         require_scope(actor, Scope.WRITE)
