@@ -83,6 +83,21 @@ async def test_domain_errors_are_actionable_tool_errors(engram: Engram) -> None:
     ):
         assert result.is_error and result.structured_content is None
         assert words in text_of(result)
+    assert "recall or list_recent show the memories" in text_of(missing)
+    assert "list_environments shows" in text_of(bad_env)
+
+
+@pytest.mark.anyio
+async def test_a_thing_not_found_says_where_its_kind_is_listed(engram: Engram) -> None:
+    """Walkthrough 35b: every not_found told the model to look with recall, list_recent or
+    list_environments, for a handoff or a habit too."""
+    async with client(engram, "auto") as c:
+        handoff = await c.call_tool("handoff_accept", {"handoff": "hof_nope"})
+        habit = await c.call_tool("profile_delete", {"habit_id": "hab_nope"})
+        session = await c.call_tool("get_session_observations", {"session": "ses_nope"})
+    assert "handoff_list shows" in text_of(handoff) and "recall" not in text_of(handoff)
+    assert "profile_list shows" in text_of(habit)
+    assert "list_sessions shows" in text_of(session)
 
 
 @pytest.mark.anyio

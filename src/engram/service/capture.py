@@ -325,7 +325,7 @@ class CaptureService:
         has nothing to summarise yet."""
         session = self._store.capture.get_session(sid)
         if session is None:
-            raise NotFound(f"no captured session {sid}")
+            raise NotFound(f"no captured session {sid}", session=sid)
         observations = self._store.capture.observations(sid, limit=5000)
         summary = summarize(observations, session.cwd)
         now = self._clock()
@@ -430,7 +430,7 @@ class CaptureService:
     def get_session(self, sid: str, actor: Actor) -> CapturedSession:
         session = self._store.capture.get_session(sid)
         if session is None:
-            raise NotFound(f"no captured session {sid}")
+            raise NotFound(f"no captured session {sid}", session=sid)
         self._envs.resolve(session.environment_id, actor)  # visible to this actor, or NotFound
         return session
 
@@ -438,7 +438,7 @@ class CaptureService:
         """Write or refresh a session's episode now: a write, so it needs the writer role."""
         session = self._store.capture.get_session(sid)
         if session is None:
-            raise NotFound(f"no captured session {sid}")
+            raise NotFound(f"no captured session {sid}", session=sid)
         self._envs.resolve(session.environment_id, actor, Role.WRITER)  # a writer, or NotFound
         return self.summarize_session(sid)
 

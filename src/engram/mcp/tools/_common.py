@@ -50,8 +50,26 @@ _HINTS: dict[type[EngramError], str] = {
 }
 
 
+_WHERE: dict[str, str] = {
+    "memory_id": "recall or list_recent show the memories",
+    "handoff": "handoff_list shows the handoffs you can see",
+    "entry": "profile_list shows your habits",
+    "session": "list_sessions shows the captured sessions",
+    "name": "soul_get shows the Soul's blocks",
+    "snapshot_id": "soul_get shows the Soul's blocks; soul_snapshot saves one",
+    "provider": "list_llm_providers shows the providers configured",
+    "environment": "list_environments shows what exists",
+}
+"""What shows the things of a kind that exist, by the detail a NotFound names the thing by
+(memories, the default: recall or list_recent)."""
+
+
 def message_for(exc: EngramError) -> str:
     hint = next((h for cls, h in _HINTS.items() if isinstance(exc, cls)), "")
+    if isinstance(exc, NotFound):
+        where = next((w for key, w in _WHERE.items() if key in exc.details), None)
+        if where is not None:
+            hint = f"Check the id or name ({where})."
     return f"{exc.code}: {exc.message}" + (f". {hint}" if hint else "")
 
 
