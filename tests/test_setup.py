@@ -302,3 +302,20 @@ def test_uninstall_keeps_the_blank_line_before_a_table_the_user_added_after_engr
     assert run("--uninstall", "--yes", "--agent", "codex") == 0
     tables = '\n[profiles.x]\nmodel = "o3"\n\n[profiles.y]\nmodel = "o4"\n'
     assert config.read_text() == mine + tables
+
+
+def test_claude_desktop_alone_needs_no_server(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walkthrough 35b: a Claude Desktop user (stdio, no hooks) was told to keep a server
+    running, and 'engram doctor' failed on the server that nothing of theirs needs."""
+    from tests.live_server import free_port
+
+    (home / ".config/Claude").mkdir(parents=True)
+    monkeypatch.setenv("ENGRAM_URL", f"http://127.0.0.1:{free_port()}")  # nothing answers
+    assert run("--yes") == 0
+    out = capsys.readouterr().out
+    assert "claude_desktop_config.json" in out and "keep it running" not in out
+    assert main(["doctor"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "warn server:" in out and "stdio clients start 'engram mcp'" in out, out

@@ -17,7 +17,7 @@ from engram.errors import InvalidInput
 from engram.private_files import write_private
 from engram.setup import doctor as checks
 from engram.setup import model, session, unit
-from engram.setup.agents import AgentId, parse_agent
+from engram.setup.agents import AGENTS, AgentId, parse_agent
 
 AgentOpt = typer.Option(
     "--agent",
@@ -141,7 +141,8 @@ def setup(
         typer.echo(f"{change.action}d {change.path}{saved}")
     if not uninstall:
         _prepare_home(ctx, url, key, no_model)
-        if not url:
+        hooked = [p.agent for p in plans if AGENTS[p.agent].hooks is not None]
+        if not url and hooked:  # a desktop app alone launches 'engram mcp': no server needed
             port = urllib.parse.urlsplit(server).port
             keep = "engram service install" + (f" --port {port}" if port != DEFAULT_PORT else "")
             typer.echo(f"Hooks post to the local server {server}: keep it running with '{keep}'.")
@@ -274,9 +275,13 @@ def doctor(
         st.settings.model_cache,
         token_from,
     )
-    results = [*checks.server_checks(target), checks.model_check(target)]
+    agents = session.chosen(_agents(agent), env, sys.platform)
+    wired = [a for a in agents if checks.is_wired(a, env, sys.platform)]
+    # a local server only the hooks need: clients wired by stdio launch 'engram mcp' themselves
+    needed = remote or any(AGENTS[a].hooks is not None for a in wired) or not wired
+    results = [*checks.server_checks(target, needed=needed), checks.model_check(target)]
     results += checks.spool_checks(target)
-    for a, found in session.chosen(_agents(agent), env, sys.platform).items():
+    for a, found in agents.items():
         if not agent and found and not checks.is_wired(a, env, sys.platform):
             results.append(checks.not_wired(a, found))  # found here, but not chosen at setup
         else:

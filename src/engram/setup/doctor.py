@@ -70,12 +70,17 @@ def _get(url: str, token: str = "", timeout: float = 5.0) -> tuple[int, Any]:
         return exc.code, None
 
 
-def server_checks(target: Target) -> list[Check]:
+def server_checks(target: Target, *, needed: bool = True) -> list[Check]:
+    """``needed``: something wired here posts to the server (hooks) or reaches it over HTTP; a
+    local server no one needs is a warning when it does not answer."""
     fix = "check --url / ENGRAM_URL" if target.remote else SERVE_FIX
     started = time.perf_counter()
     try:
         code, body = _get(f"{target.url}/readyz")
     except (OSError, ValueError) as exc:
+        if not needed:
+            why = "only the hooks and HTTP clients need it; stdio clients start 'engram mcp'"
+            return [Check("server", True, f"{target.url} does not answer ({why})", fix, "warn")]
         reason = getattr(exc, "reason", exc)
         return [Check("server", False, f"{target.url} does not answer ({reason})", fix)]
     took = 1000 * (time.perf_counter() - started)
