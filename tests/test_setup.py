@@ -319,3 +319,17 @@ def test_claude_desktop_alone_needs_no_server(
     assert main(["doctor"]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert "warn server:" in out and "stdio clients start 'engram mcp'" in out, out
+
+
+def test_a_database_password_is_never_written_into_a_client_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The review of stop 35: 'engram mcp-config vscode' printed the PostgreSQL URL with its
+    password for a project file that is often committed; a URL without one is passed on."""
+    monkeypatch.setenv("ENGRAM_HOME", str(tmp_path / "h"))
+    monkeypatch.setenv("ENGRAM_DATABASE_URL", "postgresql://engram:" + "S3cretPw@db/engram")
+    assert main(["mcp-config", "vscode"]) == 0
+    assert "S3cretPw" not in capsys.readouterr().out
+    monkeypatch.setenv("ENGRAM_DATABASE_URL", "postgresql://engram@db/engram")
+    assert main(["mcp-config", "vscode"]) == 0
+    assert "postgresql://engram@db/engram" in capsys.readouterr().out

@@ -75,7 +75,8 @@ def mcp_config(
     launch = Launch(
         command=str(Path(command).resolve()) if command else "engram",
         args=("mcp", *(("--env", env) if env else ())),
-        env=spec_env(home, os.environ),  # a desktop app inherits none of the shell's settings
+        # a desktop app inherits none of the shell's settings
+        env=spec_env(home, os.environ, client=True),
         url=mcp_url(url or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"),
         headers=headers,
     )

@@ -95,13 +95,14 @@ def make_wiring(
 ) -> Wiring:
     """On this machine (``server`` is a loopback address): clients launch ``engram mcp`` on this
     home, with the installing shell's model cache, embedder and database (``env``: its
-    environment; a desktop app inherits none of them, and without the cache its first call
-    distilled the model again, over a minute), hooks post to ``server``. Remote: clients and
-    hooks reach ``server``, the key read from ENGRAM_TOKEN."""
+    environment; a database URL with a password is left out, ``unit.spec_env``; a desktop app
+    inherits none of them, and without the cache its first call distilled the model again),
+    hooks post to ``server``. Remote: clients and hooks reach ``server``, the key read from
+    ENGRAM_TOKEN."""
     launch = Launch(
         command=engram_executable(),
         args=("mcp",),
-        env=unit.spec_env(engram_home, env or {}),
+        env=unit.spec_env(engram_home, env or {}, client=True),
         url=f"{server}/mcp",
     )
     settings = hook_settings(engram_home, server)

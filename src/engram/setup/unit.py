@@ -55,10 +55,26 @@ class ServiceResult:
     ok: bool
 
 
-def spec_env(spec_home: Path, env: Mapping[str, str]) -> dict[str, str]:
+def spec_env(spec_home: Path, env: Mapping[str, str], *, client: bool = False) -> dict[str, str]:
+    """The settings a service (or, ``client``, an MCP client's entry) is started with. A
+    client's entry never holds a database URL with a password in it: it would land in the
+    client's config file (a project's .mcp.json is often committed); use a URL without one and
+    libpq's ~/.pgpass."""
     out = {"ENGRAM_HOME": str(spec_home)}
-    out.update({k: env[k] for k in PASSED_ON if env.get(k)})
+    for k in PASSED_ON:
+        value = env.get(k)
+        if value and not (client and k == "ENGRAM_DATABASE_URL" and _has_password(value)):
+            out[k] = value
     return out
+
+
+def _has_password(url: str) -> bool:
+    import urllib.parse
+
+    try:
+        return urllib.parse.urlsplit(url).password is not None
+    except ValueError:
+        return True  # unreadable: not written anywhere
 
 
 def _quote(arg: str) -> str:
