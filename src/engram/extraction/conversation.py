@@ -8,6 +8,7 @@ content and time — so delivering the same messages twice stores them once.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -125,16 +126,54 @@ def delivered_key(stored: str) -> str:
     return stored.split("#", 1)[0] if stored.startswith("h:") else stored
 
 
-def redelivered(delivered: list[str], tail: list[str]) -> int:
+def redelivered(delivered: list[str], stored: list[str]) -> int:
     """How many of the first delivered messages (their :meth:`NewMessage.dedup_key`) are a
-    re-delivery of the conversation's last stored ones (``tail``, oldest first, as
-    :func:`delivered_key`): the longest run that begins the delivery and ends the conversation.
-    An app that sends the whole conversation again, or its last turns with a new one, or
-    retries a delivery, re-delivers that run; what follows it is new, a second "ok" too."""
-    for k in range(min(len(delivered), len(tail)), 0, -1):
-        if delivered[:k] == tail[len(tail) - k :]:
-            return k
-    return 0
+    re-delivery of what the conversation holds (``stored``: its keys in order, as
+    :func:`delivered_key`). The messages that repeat its last stored ones, wherever they start
+    in the delivery, after messages it holds: an app that sends the whole conversation again,
+    or a system prompt and its last turns with a new one, re-delivers up to there; without
+    such a run, the first messages the conversation already holds, each as many times as it
+    holds it (a retried delivery, a system prompt sent with each turn). What follows is new, a
+    second "ok" too."""
+    counts = Counter(stored)
+    seen: Counter[str] = Counter()
+    held = 0  # the first delivered messages the conversation holds, counted as held
+    for key in delivered:
+        seen[key] += 1
+        if seen[key] > counts[key]:
+            break
+        held += 1
+    end = _tail_end(delivered, stored[len(stored) - len(delivered) :], held)
+    return held if end is None else end
+
+
+def _tail_end(delivered: list[str], tail: list[str], held: int) -> int | None:
+    """Where the longest run of ``delivered`` that repeats the end of ``tail`` ends (the latest
+    of equal ones), among those starting within the first ``held`` messages (None: none).
+    Knuth-Morris-Pratt over both reversed: the tail's last message first, so each match is one
+    of its suffixes; linear in the two lengths."""
+    pattern, text = tail[::-1], delivered[::-1]
+    if not pattern or not text:
+        return None
+    fail = [0] * len(pattern)
+    k = 0
+    for q in range(1, len(pattern)):
+        while k and pattern[q] != pattern[k]:
+            k = fail[k - 1]
+        if pattern[q] == pattern[k]:
+            k += 1
+        fail[q] = k
+    best: tuple[int, int] | None = None  # the longest run, the latest of equal ones
+    m, n = 0, len(text)
+    for t, key in enumerate(text):
+        while m and (m == len(pattern) or key != pattern[m]):
+            m = fail[m - 1]
+        if key == pattern[m]:
+            m += 1
+        start = n - 1 - t  # the run delivered[start : start + m] repeats the tail's last m
+        if m and start <= held and (best is None or (m, start) > best):
+            best = (m, start)
+    return None if best is None else best[0] + best[1]
 
 
 class Message(_Frozen):

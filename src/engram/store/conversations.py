@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -63,12 +64,10 @@ class ConversationStore(Protocol):
         ...
 
 
-TAIL_SQL = (
-    "SELECT dedup_key FROM conversation_messages WHERE conversation_id = {p} "
-    "ORDER BY position DESC LIMIT {p}"
+KEYS_SQL = (
+    "SELECT dedup_key FROM conversation_messages WHERE conversation_id = {p} ORDER BY position"
 )
-"""The stored keys a delivery is compared with (``{p}``: the backend's placeholder), newest
-first: as many as the delivery has messages."""
+"""The stored keys a delivery is compared with (``{p}``: the backend's placeholder), in order."""
 
 
 def append_delivery(
@@ -76,28 +75,29 @@ def append_delivery(
     messages: Sequence[NewMessage],
     new_ids: Sequence[str],
     last: int,
-    tail: Sequence[str],
+    keys: Sequence[str],
     insert: Callable[[NewMessage, str, int, str], bool],
 ) -> list[Message]:
     """The delivered messages a conversation stores (both backends, in their transaction):
-    those after the run that re-delivers its last stored ones (``tail``: their stored keys,
-    newest first; see :func:`~engram.extraction.conversation.redelivered`), each by
-    ``insert(message, id, position, key)``, which stores it unless its key is stored already
-    (an id or a time seen before: a re-delivery); a repeatable message said again takes the
-    next count of its key. ``last``: the conversation's last position."""
-    keys = [m.dedup_key() for m in messages]
-    skip = redelivered(keys, [delivered_key(k) for k in reversed(tail)])
+    those after its re-delivery (``keys``: the conversation's stored keys in order; see
+    :func:`~engram.extraction.conversation.redelivered`), each by ``insert(message, id,
+    position, key)``, which stores it unless its key is stored already (an id or a time seen
+    before: a re-delivery); a repeatable message said again takes the next count of its key.
+    ``last``: the conversation's last position."""
+    held = [delivered_key(k) for k in keys]
+    wanted = [m.dedup_key() for m in messages]
+    skip = redelivered(wanted, held)
+    count = Counter(held)
     stored: list[Message] = []
-    count: dict[str, int] = {}
-    for msg, msg_id, key in list(zip(messages, new_ids, keys, strict=True))[skip:]:
-        occurrence = count.get(key, 1)
-        while not (added := insert(msg, msg_id, last + 1, stored_key(key, occurrence))):
-            if not msg.repeatable:
-                break
+    for msg, msg_id, key in list(zip(messages, new_ids, wanted, strict=True))[skip:]:
+        occurrence = count[key] + 1 if msg.repeatable else 1
+        added = insert(msg, msg_id, last + 1, stored_key(key, occurrence))
+        while not added and msg.repeatable:  # a key count taken meanwhile: the next one
             occurrence += 1
-        count[key] = occurrence + 1
+            added = insert(msg, msg_id, last + 1, stored_key(key, occurrence))
         if not added:
             continue
+        count[key] = occurrence
         last += 1
         stored.append(
             Message(

@@ -22,9 +22,10 @@ from engram.requests.fields import EnvironmentRef
 REDELIVERY = (
     "Re-delivery is idempotent: a message is keyed by its external_id, else by a hash of role, "
     "author, time and content. A message with neither id nor time may be said again (a second "
-    "'ok'): the delivered messages that repeat the conversation's last stored ones, from the "
-    "first delivered on (the whole conversation sent again, its last turns with a new one, a "
-    "retry), are the re-delivery, and every message after them is stored."
+    "'ok'): the delivered messages that repeat the conversation's last stored ones after "
+    "messages it holds (the whole conversation again; a system prompt and the last turns with a "
+    "new one), or else the first delivered messages it already holds (a system prompt with each "
+    "turn, a retry), are the re-delivery, and every message after them is stored."
 )
 
 router = APIRouter(tags=["extraction"])

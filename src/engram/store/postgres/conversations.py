@@ -18,7 +18,7 @@ from engram.extraction.conversation import (
     NewMessage,
     Speaker,
 )
-from engram.store.conversations import TAIL_SQL, append_delivery
+from engram.store.conversations import KEYS_SQL, append_delivery
 from engram.store.postgres.db import PostgresDatabase, retried
 
 _CONV_COLS = (
@@ -105,9 +105,7 @@ class PostgresConversationStore:
                 (conversation_id,),
             ).fetchone()
             last = int(row[0]) if row else 0
-            tail = conn.execute(
-                TAIL_SQL.format(p="%s"), (conversation_id, len(messages))
-            ).fetchall()
+            keys = conn.execute(KEYS_SQL.format(p="%s"), (conversation_id,)).fetchall()
 
             def insert(msg: NewMessage, msg_id: str, position: int, key: str) -> bool:
                 added = conn.execute(
@@ -129,7 +127,7 @@ class PostgresConversationStore:
                 return bool(added == 1)
 
             return append_delivery(
-                conversation_id, messages, new_ids, int(last), [r[0] for r in tail], insert
+                conversation_id, messages, new_ids, int(last), [r[0] for r in keys], insert
             )
 
     def messages(

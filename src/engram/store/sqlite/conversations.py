@@ -14,7 +14,7 @@ from engram.extraction.conversation import (
     NewMessage,
     Speaker,
 )
-from engram.store.conversations import TAIL_SQL, append_delivery
+from engram.store.conversations import KEYS_SQL, append_delivery
 from engram.store.sqlite.db import SQLiteDatabase
 
 _CONV_COLS = (
@@ -118,7 +118,7 @@ class SQLiteConversationStore:
                 "WHERE conversation_id = ?",
                 (conversation_id,),
             ).fetchone()[0]
-            tail = conn.execute(TAIL_SQL.format(p="?"), (conversation_id, len(messages))).fetchall()
+            keys = conn.execute(KEYS_SQL.format(p="?"), (conversation_id,)).fetchall()
 
             def insert(msg: NewMessage, msg_id: str, position: int, key: str) -> bool:
                 added = conn.execute(
@@ -140,7 +140,7 @@ class SQLiteConversationStore:
                 return bool(added == 1)
 
             return append_delivery(
-                conversation_id, messages, new_ids, int(last), [r[0] for r in tail], insert
+                conversation_id, messages, new_ids, int(last), [r[0] for r in keys], insert
             )
 
     def messages(
