@@ -58,6 +58,15 @@ class Copies:
         self.rows_read = 0
         """Vector rows read from the database by refreshes."""
 
+    def forget(self) -> None:
+        """Drop every model's matrix: the next search loads it again from the database (after a
+        store transaction that may have read rows it then rolled back, :meth:`Store.atomic`)."""
+        with self._lock:
+            self._models.clear()
+            self._rows_cache.clear()
+            self._memos.clear()
+            self._epoch = -1
+
     def _code(self, env_id: str) -> int:
         code = self._env_codes.get(env_id)
         if code is None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from psycopg import sql
+from psycopg import pq, sql
 
 from engram import heap
 from engram.models import Layer, Status
@@ -89,6 +89,11 @@ class PostgresVectorCopy(Copies):
     def __init__(self) -> None:
         super().__init__()
         self._snapshots: dict[str, str] = {}
+
+    def forget(self) -> None:
+        super().forget()
+        with self._lock:
+            self._snapshots.clear()
 
     def search(
         self,
@@ -157,8 +162,10 @@ class PostgresVectorCopy(Copies):
 
     def _load(self, conn: Connection, model_id: str) -> Matrix | None:
         """Every vector of ``model_id``, read in one snapshot (remembered for the next read)."""
+        nested = conn.info.transaction_status is not pq.TransactionStatus.IDLE
         with conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            if not nested:  # inside Store.atomic(): its transaction's snapshot, as it is
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             found = conn.execute(f"SELECT pg_current_snapshot()::text, {_EPOCH}").fetchone()
             assert found is not None
             snapshot, epoch = found

@@ -111,6 +111,11 @@ class VectorIndex(Copies):
         for path in self._cache_dir.glob("*.npz"):
             path.unlink(missing_ok=True)
 
+    def forget(self) -> None:
+        super().forget()
+        with self._lock:
+            self._seen.clear()
+
     def _refresh(self, conn: sqlite3.Connection, model_id: str) -> _Matrix | None:
         # nothing committed since this connection last looked: the matrix is current
         version = conn.execute("PRAGMA data_version").fetchone()[0]
