@@ -288,7 +288,8 @@ class Store(Protocol):
         raises. Reads in the block see its writes; other threads and processes see none of
         them before the commit (their writes wait for it on SQLite; on PostgreSQL those to the
         rows it wrote). For work that must land whole or not at all (an archive restore); not
-        re-entrant, and it holds the writer (SQLite) or a connection (PostgreSQL) throughout."""
+        re-entrant, and it holds the writer (SQLite) or a connection (PostgreSQL) throughout. The
+        in-memory vector copy is read again from what is committed after the block."""
         ...
 
     def applied_migrations(self) -> list[str]:
