@@ -43,6 +43,9 @@ SURVIVORS = [
     "TEST_PASS=1, MIN_PASS=3 and CACHE_KEY=42 are counts",
     "the password is wrong; the password was changed; the passphrase is stored in the vault",
     "the password is passed to the server, incorrectly hashed and expiring soon",
+    "the password is longer, secure enough, from the vault and valid for a day",
+    "pwd = os.getcwd(); pwd = Path.cwd(); def f(secret: str) -> None: secret: SecretStr",
+    "secret = os.environ.get('X'); The --password flag is deprecated; curl -u \"$USER:$PASS\" x",
     "PWD=/home/me OLDPWD=/tmp and cd $(pwd)",
     "docker login --password-stdin; curl -u bob https://x; docker run -u 1000:1000 img",
     "git push --pass-through --token-file ~/.tok; the secret sauce",
@@ -69,11 +72,16 @@ def test_each_kind_is_caught(fake: object) -> None:
         ("API_TOKEN='42,Zq8vN3kLp0sX'", "Zq8vN3kLp0sX"),
         ('mysql -h db -e "SELECT 1;" -pHunter2Secret', "Hunter2Secret"),  # ; inside quotes
         ("MYSQLDUMP -u root -pHunter2Secret", "Hunter2Secret"),
+        ("my passphrase is 'purple monkey dishwasher'", "monkey dishwasher"),
+        ('password is "correct horse battery staple"', "horse battery"),
+        ("my password is dragonfly", "dragonfly"),
+        ("secret: TopSecretWord", "TopSecretWord"),
     ],
 )
 def test_the_exceptions_for_counts_and_operators_keep_their_edges(text: str, secret: str) -> None:
     """A count is an unquoted number alone; a shell operator ends a command only outside
-    quotes; MySQL's tools in any case (a review of stop 34)."""
+    quotes; MySQL's tools in any case (a review of stop 34); a quoted passphrase is redacted
+    whole, whatever its first word, and a password ending in -ly alone (a review of stop 35)."""
     out, found = Scrubber().scrub(text)
     assert secret not in out and found.total == 1, out
 

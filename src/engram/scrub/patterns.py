@@ -115,7 +115,10 @@ _SAID_OF = (
     r"stored|saved|kept|weak|strong|long|short|not|too|still|being|hidden|masked|redacted|"
     r"encrypted|hashed|protected|needed|same|different|fine|okay|case|now|also|what|that|this|"
     r"your|their|there|here|only|just|never|always|set|sent|shared|printed|logged|given|"
-    r"rotated|updated|provided|displayed|shown|visible|known|unknown|blank|none|null"
+    r"rotated|updated|provided|displayed|shown|visible|known|unknown|blank|none|null|longer|"
+    r"shorter|secure|insecure|from|valid|about|enough|optional|mandatory|private|public|"
+    r"sensitive|unique|simple|complex|easy|hard|available|unavailable|temporary|permanent|"
+    r"random|different|identical|in|on|at|for|with|under|inside|within|somewhere|elsewhere"
 )
 """Words that follow "the password is" when the sentence is about it, not giving it."""
 
@@ -262,16 +265,28 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "secret_assignment",
         r"(?<![A-Za-z0-9_])(?:api[_-]?key|secret[_-]?key|client[_-]?secret|access[_-]?token|"
-        r"refresh[_-]?token|auth[_-]?token|password|passwd|secret)(?![A-Za-z0-9_])[\"']?[ \t]*+"
+        r"refresh[_-]?token|auth[_-]?token|password|passwd)(?![A-Za-z0-9_])[\"']?[ \t]*+"
         r"[:=][ \t]*+[\"']?" + _VALUE,
         IGNORECASE,
         needles=("api_key", "api-key", "apikey", "secret", "token", "passw"),
         fold=True,
     ),
+    # secret: ... / secret = "...", not a type annotation (def f(secret: str), secret: SecretStr)
+    # nor a call (secret = os.environ.get(...))
+    Pattern(
+        "secret_assignment",
+        r"(?<![A-Za-z0-9_])secret[\"']?[ \t]*+[:=][ \t]*+[\"']?"
+        r"(?!(?-i:str|bytes|int|bool|float|Any|None|Optional|Secret[A-Za-z]*|dict|list)\b)"
+        r"(?![A-Za-z0-9_.]{0,200}+\()" + _VALUE,
+        IGNORECASE,
+        needles=("secret",),
+        fold=True,
+    ),
     # pwd=... (ODBC's Uid=sa;Pwd=...), never a path (PWD=/home/me in an environment dump)
     Pattern(
         "secret_assignment",
-        r"(?<![A-Za-z0-9_$])pwd[\"']?[ \t]*+[:=][ \t]*+[\"']?(?![/~.])" + _VALUE,
+        r"(?<![A-Za-z0-9_$])pwd[\"']?[ \t]*+[:=][ \t]*+[\"']?(?![/~.])"
+        r"(?![A-Za-z0-9_.]{0,200}+\()" + _VALUE,  # nor a call: pwd = os.getcwd()
         IGNORECASE,
         needles=("pwd",),
         fold=True,
@@ -282,6 +297,9 @@ BUILTIN: tuple[Pattern, ...] = (
         "cli_password",
         r"(?<![A-Za-z0-9_-])--(?:password|passwd|pass|token|api-?key|api-token|auth-token|"
         r"access-token|private-token|client-secret|secret-key)(?![A-Za-z0-9_-])[ \t]++(?!-)"
+        # prose about the flag: "the --password flag is deprecated"
+        r"(?!(?:is|was|are|flag|option|and|or|to|takes|argument|value|of|in|on|for|with|the|"
+        r"a|an|instead|first|if|when)\b)"
         r"[\"']?" + _VALUE,
         IGNORECASE,
         needles=("--pass", "--token", "--api", "-token", "--client-secret", "--secret-key"),
@@ -309,7 +327,7 @@ BUILTIN: tuple[Pattern, ...] = (
         + _ARGS
         + r"[ \t]++(?:-u|--user)(?:[ \t]++|(?=[^\s-]))[\"']?[^\s:\"']{1,256}:"
         + _NOT_MARKER
-        + r"(?P<secret>[^\s\"']{1,1024})",
+        + r"(?![$])(?P<secret>[^\s\"']{1,1024})",  # not a variable: "$USER:$PASS"
         needles=("curl",),
         fold=True,
     ),
@@ -320,10 +338,13 @@ BUILTIN: tuple[Pattern, ...] = (
         r"(?<![A-Za-z0-9_])pass(?:word|phrase|code)(?:[ \t]++(?:for|of|to)[ \t]++[^\s]{1,64}?)?"
         r"[ \t]++(?:is|was)[ \t]*+:?[ \t]*+[\"'`]?"
         + _NOT_MARKER
-        + r"(?!(?:"
-        + _SAID_OF
-        + r")\b|[a-z]{2,}+(?<=ed|ly)\b|[a-z]{2,}+(?<=ing)\b)"
-        r"(?P<secret>[^\s\"'`,;]{4,256}+)",
+        # quoted: the whole quote ("purple monkey dishwasher"), whatever its first word
+        + r"(?P<secret>(?<=\")[^\"\r\n]{1,256}(?=\")|(?<=')[^'\r\n]{1,256}(?=')"
+        r"|(?<=`)[^`\r\n]{1,256}(?=`)|(?<![\"'`])"
+        # unquoted: one token, not a word that says something about it ("is wrong"), nor one
+        # ending in -ed, -ly or -ing that more words follow ("is passed to the server")
+         + r"(?!(?:" + _SAID_OF + r")\b|[a-z]{2,}+(?<=ed|ly|ng)[ \t]++[a-z])"
+        r"[^\s\"'`,;]{4,256}+)",
         IGNORECASE,
         needles=("password", "passphrase", "passcode"),
         fold=True,
