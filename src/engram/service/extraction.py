@@ -368,9 +368,13 @@ class ExtractionService:
             # another delivery extracted these messages first
             return result.model_copy(update={"proposals": []})
         try:
-            part = None
             if extraction.whole:  # its episode summarises the messages it was told to
                 part = _Part(max(summary_from, context[0].position), last, first, continued)
+            elif continued is not None:  # an LLM's prompt was cut (its newest part kept) while
+                # going on with a part: still that part's summary, in place of the earlier one
+                part = _Part(summary_from, last, False, continued)
+            else:  # cut, read from the first message: a fuller summary is not replaced
+                part = _Part(start, last, False, None)
             outcomes, via = self._store(proposals, conv, actor, context, part=part)
         except BaseException:
             self.conversations.advance_extraction(conv.id, new_state, state)
@@ -387,8 +391,7 @@ class ExtractionService:
         part: _Part | None = None,
     ) -> tuple[list[ProposalOutcome], str | None]:
         """Store the proposals through the lifecycle; ``part``: the messages the episode
-        summarises (None: not known, an LLM's prompt was cut), kept in its metadata, and the
-        earlier summaries it replaces."""
+        summarises, kept in its metadata, and the earlier summaries it replaces."""
         if not proposals:
             return [], None
         said = {m.id: m.created_at for m in messages if m.created_at is not None}
