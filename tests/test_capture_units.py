@@ -123,6 +123,10 @@ def test_the_content_a_command_writes_is_not_kept() -> None:
         assert event.files == ("tests/test_discount.py",)
     heredoc = tool(f"cat > notes.txt <<EOF\n{body}\nEOF")
     assert heredoc.command == "cat > notes.txt <<EOF"
+    # a heredoc on a later line, and what follows its end (the review of stop 35)
+    later = tool(f"cd app\ncat > .env <<'EOF'\n{body}\nEOF\nnpm test")
+    assert later.command == "cd app\ncat > .env <<'EOF'\nnpm test"
+    assert tool("grep x <<< 'one'\nls").command == "grep x <<< 'one'\nls"
     assert tool("make lint\nmake test").command == "make lint\nmake test"
 
 

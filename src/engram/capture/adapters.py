@@ -187,8 +187,29 @@ def _without_content(command: str) -> str:
     if at >= 0:
         head = command[:at].strip()
         return head or "apply_patch"
-    first, sep, _ = command.partition("\n")
-    return first.rstrip() if sep and "<<" in first else command
+    if "<<" not in command or "\n" not in command:
+        return command
+    kept: list[str] = []
+    lines = iter(command.split("\n"))
+    for line in lines:
+        kept.append(line)
+        end = _heredoc_end(line)
+        if end is not None:  # the body, up to the line that ends it, is content
+            for body in lines:
+                if body.strip() == end:
+                    break
+    return "\n".join(kept)
+
+
+def _heredoc_end(line: str) -> str | None:
+    """The word that ends the heredoc ``line`` opens (``cat > f <<'EOF'``: EOF), or None; with
+    string methods only (the hook loads no regex for a command)."""
+    at = line.find("<<")
+    if at < 0 or line[at + 2 : at + 3] == "<":  # <<< is a here-string: no body follows
+        return None
+    word = line[at + 2 :].lstrip("-").lstrip().split(" ", 1)[0].strip("'\"")
+    word = "".join(c for c in word if c.isalnum() or c == "_")
+    return word or None
 
 
 def _files(tool: str, tool_input: Any) -> tuple[str, ...]:
