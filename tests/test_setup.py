@@ -321,15 +321,15 @@ def test_claude_desktop_alone_needs_no_server(
     assert "warn server:" in out and "stdio clients start 'engram mcp'" in out, out
 
 
-def test_a_database_password_is_never_written_into_a_client_config(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The review of stop 35: 'engram mcp-config vscode' printed the PostgreSQL URL with its
-    password for a project file that is often committed; a URL without one is passed on."""
-    monkeypatch.setenv("ENGRAM_HOME", str(tmp_path / "h"))
-    monkeypatch.setenv("ENGRAM_DATABASE_URL", "postgresql://engram:" + "S3cretPw@db/engram")
-    assert main(["mcp-config", "vscode"]) == 0
-    assert "S3cretPw" not in capsys.readouterr().out
-    monkeypatch.setenv("ENGRAM_DATABASE_URL", "postgresql://engram@db/engram")
-    assert main(["mcp-config", "vscode"]) == 0
-    assert "postgresql://engram@db/engram" in capsys.readouterr().out
+def test_a_database_password_is_never_written_into_a_client_config(tmp_path: Path) -> None:
+    """The review of stop 35: the clients' entries carried ENGRAM_DATABASE_URL with its
+    password into their config files; a URL without one is passed on."""
+    from engram.setup import session
+
+    home = tmp_path / "h"
+    secret = {"ENGRAM_DATABASE_URL": "postgresql://engram:" + "S3cretPw@db/engram"}
+    wiring = session.make_wiring(home, "http://127.0.0.1:8765", [], secret)
+    assert "ENGRAM_DATABASE_URL" not in wiring.launch.env
+    plain = {"ENGRAM_DATABASE_URL": "postgresql://engram@db/engram", "ENGRAM_EMBEDDER": "none"}
+    wiring = session.make_wiring(home, "http://127.0.0.1:8765", [], plain)
+    assert wiring.launch.env == {"ENGRAM_HOME": str(home), **plain}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -18,7 +17,6 @@ from engram.config import DEFAULT_HOST, DEFAULT_PORT
 from engram.errors import NotFound
 from engram.service import Engram
 from engram.setup.mcp_entries import WHERE, Launch, McpClient, snippet
-from engram.setup.unit import spec_env
 
 
 def mcp(
@@ -75,8 +73,7 @@ def mcp_config(
     launch = Launch(
         command=str(Path(command).resolve()) if command else "engram",
         args=("mcp", *(("--env", env) if env else ())),
-        # a desktop app inherits none of the shell's settings
-        env=spec_env(home, os.environ, client=True),
+        env={"ENGRAM_HOME": str(home)},
         url=mcp_url(url or f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"),
         headers=headers,
     )
