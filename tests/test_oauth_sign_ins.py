@@ -27,6 +27,7 @@ def test_failed_sign_ins_count_on_the_consent_page_and_the_dashboard_together(
     locked = sign_in(raw.http, raw.authorize_url(challenge))  # the right password
     assert locked.status_code == 429 and "too many failed sign-ins" in locked.text
     assert "location" not in locked.headers
+    assert int(locked.headers["retry-after"]) > 0  # the wait, not only in the page (35b)
     with pytest.raises(Saturated):
         sign_ins.verify("alice", PASSWORD, "127.0.0.1")  # the dashboard's check
     assert raw.server.engram.store.oauth.list_grants() == []

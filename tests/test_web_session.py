@@ -180,6 +180,7 @@ def test_sign_in_edge(people: Engram) -> None:
         "/ui/login", data={"name": "bob", "password": PASSWORD, "csrf": _csrf(page.text)}
     )
     assert locked.status_code == 429 and "try again in" in locked.text
+    assert int(locked.headers["retry-after"]) > 0
     # another user behind the same address (one proxy, one NAT) is not locked out
     page = client.get("/ui/login")
     other = client.post(

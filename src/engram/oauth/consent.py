@@ -193,9 +193,11 @@ through MCP (<code>{escape(pending.resource)}</code>).</p>
                 self._engram.oauth.approve, pending, name, field("password"), scopes, address
             )
         except Saturated as exc:  # the failures of this name (dashboard's included)
-            return self._form(
+            response = self._form(
                 sealed, pending, client_name, error=exc.message, name=name, status=429
             )
+            response.headers["Retry-After"] = str(exc.details.get("retry_after", 1))
+            return response
         except Unauthenticated as exc:
             return self._form(
                 sealed, pending, client_name, error=exc.message, name=name, status=401

@@ -61,7 +61,9 @@ def sign_in(
     except Unauthenticated as exc:
         return _form(request, next, 401, exc.message)
     except Saturated as exc:
-        return _form(request, next, 429, exc.message)
+        locked = _form(request, next, 429, exc.message)
+        locked.headers["Retry-After"] = str(exc.details.get("retry_after", 1))
+        return locked
     token, _ = auth.start(user)
     response = RedirectResponse(_safe_next(next), status_code=303)
     set_session_cookie(response, token, secure=request.url.scheme == "https")
