@@ -143,7 +143,7 @@ def redelivered(delivered: list[str], stored: list[str]) -> int:
         if seen[key] > counts[key]:
             break
         held += 1
-    end = _tail_end(delivered, stored[len(stored) - len(delivered) :], held)
+    end = _tail_end(delivered, stored[max(0, len(stored) - len(delivered)) :], held)
     return held if end is None else end
 
 

@@ -65,26 +65,28 @@ class ConversationStore(Protocol):
 
 
 KEYS_SQL = (
-    "SELECT dedup_key FROM conversation_messages WHERE conversation_id = {p} ORDER BY position"
+    "SELECT position, dedup_key FROM conversation_messages WHERE conversation_id = {p} "
+    "ORDER BY position"
 )
-"""The stored keys a delivery is compared with (``{p}``: the backend's placeholder), in order."""
+"""The stored messages a delivery is compared with, by position and key (``{p}``: the
+backend's placeholder), in order; the last position is the last row's."""
 
 
 def append_delivery(
     conversation_id: str,
     messages: Sequence[NewMessage],
     new_ids: Sequence[str],
-    last: int,
-    keys: Sequence[str],
+    rows: Sequence[tuple[int, str]],
     insert: Callable[[NewMessage, str, int, str], bool],
 ) -> list[Message]:
     """The delivered messages a conversation stores (both backends, in their transaction):
-    those after its re-delivery (``keys``: the conversation's stored keys in order; see
-    :func:`~engram.extraction.conversation.redelivered`), each by ``insert(message, id,
-    position, key)``, which stores it unless its key is stored already (an id or a time seen
-    before: a re-delivery); a repeatable message said again takes the next count of its key.
-    ``last``: the conversation's last position."""
-    held = [delivered_key(k) for k in keys]
+    those after its re-delivery (``rows``: its stored messages' positions and keys in order,
+    :data:`KEYS_SQL`; see :func:`~engram.extraction.conversation.redelivered`), each by
+    ``insert(message, id, position, key)``, which stores it unless its key is stored already
+    (an id or a time seen before: a re-delivery); a repeatable message said again takes the
+    next count of its key."""
+    last = int(rows[-1][0]) if rows else 0
+    held = [delivered_key(str(k)) for _, k in rows]
     wanted = [m.dedup_key() for m in messages]
     skip = redelivered(wanted, held)
     count = Counter(held)

@@ -99,13 +99,7 @@ class PostgresConversationStore:
     ) -> list[Message]:
         with self._db.tx() as conn:
             conn.execute("SELECT 1 FROM conversations WHERE id = %s FOR UPDATE", (conversation_id,))
-            row = conn.execute(
-                "SELECT coalesce(max(position), 0) FROM conversation_messages "
-                "WHERE conversation_id = %s",
-                (conversation_id,),
-            ).fetchone()
-            last = int(row[0]) if row else 0
-            keys = conn.execute(KEYS_SQL.format(p="%s"), (conversation_id,)).fetchall()
+            rows = conn.execute(KEYS_SQL.format(p="%s"), (conversation_id,)).fetchall()
 
             def insert(msg: NewMessage, msg_id: str, position: int, key: str) -> bool:
                 added = conn.execute(
@@ -127,7 +121,7 @@ class PostgresConversationStore:
                 return bool(added == 1)
 
             return append_delivery(
-                conversation_id, messages, new_ids, int(last), [r[0] for r in keys], insert
+                conversation_id, messages, new_ids, [(r[0], r[1]) for r in rows], insert
             )
 
     def messages(

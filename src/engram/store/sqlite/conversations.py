@@ -113,12 +113,7 @@ class SQLiteConversationStore:
         self, conversation_id: str, messages: Sequence[NewMessage], new_ids: Sequence[str]
     ) -> list[Message]:
         with self._db.tx() as conn:
-            last = conn.execute(
-                "SELECT coalesce(max(position), 0) FROM conversation_messages "
-                "WHERE conversation_id = ?",
-                (conversation_id,),
-            ).fetchone()[0]
-            keys = conn.execute(KEYS_SQL.format(p="?"), (conversation_id,)).fetchall()
+            rows = conn.execute(KEYS_SQL.format(p="?"), (conversation_id,)).fetchall()
 
             def insert(msg: NewMessage, msg_id: str, position: int, key: str) -> bool:
                 added = conn.execute(
@@ -140,7 +135,7 @@ class SQLiteConversationStore:
                 return bool(added == 1)
 
             return append_delivery(
-                conversation_id, messages, new_ids, int(last), [r[0] for r in keys], insert
+                conversation_id, messages, new_ids, [(r[0], r[1]) for r in rows], insert
             )
 
     def messages(
