@@ -18,7 +18,8 @@ filter is checked by the store on the candidates, widening until enough pass
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +67,17 @@ class Copies:
             self._rows_cache.clear()
             self._memos.clear()
             self._epoch = -1
+
+    @contextmanager
+    def forgetting(self, block: AbstractContextManager[None]) -> Iterator[None]:
+        """``block`` (a store transaction, :meth:`Store.atomic`), then :meth:`forget`: a search
+        inside it may have copied rows it wrote (rolled back, or revisions seen before their
+        commit), so the copy is read again from what is committed."""
+        try:
+            with block:
+                yield
+        finally:
+            self.forget()
 
     def _code(self, env_id: str) -> int:
         code = self._env_codes.get(env_id)

@@ -157,9 +157,12 @@ class Matrix:
             offsets = rows[inside] & (BLOCK - 1)
             # rows whose vector is the one they hold (a status alone changed: a superseded
             # fact) keep their projected codes, and the block its packed copy
-            same = not new[inside].any() and np.array_equal(self.blocks[b][offsets], codes[inside])
+            changed = low is not None and (
+                bool(new[inside].any())
+                or not np.array_equal(self.blocks[b][offsets], codes[inside])
+            )
             self.blocks[b][offsets] = codes[inside]
-            if low is not None and not same:
+            if low is not None and changed:
                 self.low[b][offsets] = low[inside]
                 self.packed.forget(int(b))
 

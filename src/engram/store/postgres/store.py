@@ -10,9 +10,9 @@ keeps with pgvector (see :mod:`.vector_copy`). Each sub-store
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 
 from psycopg import sql
 
@@ -119,15 +119,8 @@ class PostgresStore:
         # a session advisory lock: released by PostgreSQL if this process dies holding it
         return self.db.advisory_lock(f"run:{name}", wait=False)
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        try:
-            with self.db.atomic():
-                yield
-        finally:
-            # a search inside the block may have copied rows it wrote (rolled back, or rev
-            # numbers seen before their commit): the copy is read again from what is committed
-            self._copy.forget()
+    def atomic(self) -> AbstractContextManager[None]:
+        return self._copy.forgetting(self.db.atomic())
 
     def applied_migrations(self) -> list[str]:
         with self.db.reader() as conn:

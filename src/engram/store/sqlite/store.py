@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 
 import numpy as np
@@ -103,15 +103,8 @@ class SQLiteStore:
     def run_exclusive(self, name: str) -> AbstractContextManager[bool]:
         return locks.run_exclusive(self.db, name)
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        try:
-            with self.db.atomic():
-                yield
-        finally:
-            # a search inside the block may have copied rows it wrote (rolled back, or rev
-            # numbers seen before their commit): the copy is read again from what is committed
-            self._vectors.forget()
+    def atomic(self) -> AbstractContextManager[None]:
+        return self._vectors.forgetting(self.db.atomic())
 
     def close(self) -> None:
         # the next process starts from the copy saved; if saving fails, it reads the vectors
