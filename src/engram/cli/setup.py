@@ -141,7 +141,7 @@ def setup(
         typer.echo(f"{change.action}d {change.path}{saved}")
     if not uninstall:
         _prepare_home(ctx, url, key, no_model)
-        hooked = [p.agent for p in plans if AGENTS[p.agent].hooks is not None]
+        hooked = any(AGENTS[p.agent].hooks is not None for p in plans)
         if not url and hooked:  # a desktop app alone launches 'engram mcp': no server needed
             port = urllib.parse.urlsplit(server).port
             keep = "engram service install" + (f" --port {port}" if port != DEFAULT_PORT else "")
@@ -276,13 +276,13 @@ def doctor(
         token_from,
     )
     agents = session.chosen(_agents(agent), env, sys.platform)
-    wired = [a for a in agents if checks.is_wired(a, env, sys.platform)]
+    wired = {a for a in agents if checks.is_wired(a, env, sys.platform)}
     # a local server only the hooks need: clients wired by stdio launch 'engram mcp' themselves
     needed = remote or any(AGENTS[a].hooks is not None for a in wired) or not wired
     results = [*checks.server_checks(target, needed=needed), checks.model_check(target)]
     results += checks.spool_checks(target)
     for a, found in agents.items():
-        if not agent and found and not checks.is_wired(a, env, sys.platform):
+        if not agent and found and a not in wired:
             results.append(checks.not_wired(a, found))  # found here, but not chosen at setup
         else:
             results += checks.agent_checks(a, env, sys.platform, Path.cwd())

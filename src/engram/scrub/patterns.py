@@ -122,6 +122,8 @@ _SAID_OF = (
 )
 """Words that follow "the password is" when the sentence is about it, not giving it."""
 
+_NOT_A_CALL = r"(?![A-Za-z0-9_.]{0,200}+\()"
+"""Before a value: not code that computes it (``os.getcwd()``, ``os.environ.get(...)``)."""
 _ARGS = (
     r"(?:[ \t]++(?:\"[^\"\r\n]{0,1024}+\"|'[^'\r\n]{0,1024}+'|[^\s;&|<>\"']++)++"
     r"(?![;&|<>])){0,30}?"
@@ -252,7 +254,6 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "mysql_password",
         r"(?<![A-Za-z0-9_.-])(?i:(?:mysql|mariadb)[a-z_-]{0,20})"
-        # an argument: unquoted runs (no shell operator) and quoted ones (anything inside)
         + _ARGS
         + r"[ \t]++-p[\"']?"
         + _NOT_MARKER
@@ -277,7 +278,8 @@ BUILTIN: tuple[Pattern, ...] = (
         "secret_assignment",
         r"(?<![A-Za-z0-9_])secret[\"']?[ \t]*+[:=][ \t]*+[\"']?"
         r"(?!(?-i:str|bytes|int|bool|float|Any|None|Optional|Secret[A-Za-z]*|dict|list)\b)"
-        r"(?![A-Za-z0-9_.]{0,200}+\()" + _VALUE,
+        + _NOT_A_CALL
+        + _VALUE,
         IGNORECASE,
         needles=("secret",),
         fold=True,
@@ -286,7 +288,8 @@ BUILTIN: tuple[Pattern, ...] = (
     Pattern(
         "secret_assignment",
         r"(?<![A-Za-z0-9_$])pwd[\"']?[ \t]*+[:=][ \t]*+[\"']?(?![/~.])"
-        r"(?![A-Za-z0-9_.]{0,200}+\()" + _VALUE,  # nor a call: pwd = os.getcwd()
+        + _NOT_A_CALL  # nor a call: pwd = os.getcwd()
+        + _VALUE,
         IGNORECASE,
         needles=("pwd",),
         fold=True,
