@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from engram import LOCAL, Engram, Layer
+from engram import Engram, Layer
 from engram.extraction.conversation import Transcript
 from engram.extraction.proposals import Extraction
 from engram.extraction.rules import RuleExtractor
 from engram.models import MemoryFilter
-from tests.test_extraction_service import msg
+from tests.test_extraction_service import TOPICS, deliver_turns
 
 
 class CutSometimes:
@@ -29,19 +29,7 @@ def test_a_cut_prompt_that_goes_on_with_a_part_replaces_its_summary(engram: Engr
     """The review of stop 35: a run going on with a part whose extractor reported its prompt cut
     stored its summary beside the part's, without a part of its own, so both summarised the
     same messages."""
-    extractor = CutSometimes()
-    topics = "Porto Neovim Lisbon school tea Azores bread cycling Rust opera garden chess Kyoto"
-    topics += " violin sailing pottery jazz Madrid yoga camping salsa ramen Berlin kayak"
-    for topic in topics.split():
-        engram.extraction.add_messages(
-            "long-1",
-            [
-                msg("user", f"I talked about {topic} and the plans around {topic} today."),
-                msg("assistant", f"Thanks for sharing the news about {topic} with me."),
-            ],
-            LOCAL,
-            extractor=extractor,
-        )
+    deliver_turns(engram, "long-1", TOPICS[:24], CutSometimes())
     flt = MemoryFilter(layers=[Layer.EPISODE], categories=["episode"])
     active = engram.store.list_memories(flt, limit=50)
     spans = []

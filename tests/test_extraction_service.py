@@ -9,6 +9,7 @@ from engram import LOCAL, Engram, Layer, Memory, NewMemory
 from engram.errors import InvalidInput, NotFound
 from engram.extraction import NewConversation, NewMessage
 from engram.extraction.results import ConversationInput
+from engram.extraction.rules import Extractor
 from engram.models import MemoryFilter
 from engram.service.extraction import ExtractionConfig, ExtractionService
 
@@ -188,6 +189,56 @@ def test_a_conversation_extracted_again_keeps_one_current_episode(engram: Engram
     assert restored[0].status is Status.ACTIVE
 
 
+TOPICS = [
+    "Porto",
+    "Neovim",
+    "Lisbon",
+    "school",
+    "tea",
+    "Azores",
+    "bread",
+    "cycling",
+    "Rust",
+    "opera",
+    "garden",
+    "chess",
+    "Kyoto",
+    "violin",
+    "sailing",
+    "pottery",
+    "jazz",
+    "Madrid",
+    "yoga",
+    "camping",
+    "salsa",
+    "ramen",
+    "Berlin",
+    "kayak",
+    "poetry",
+    "cider",
+    "Oslo",
+    "tennis",
+    "sushi",
+    "drums",
+]
+
+
+def deliver_turns(
+    engram: Engram, conversation: str, topics: list[str], extractor: Extractor | None = None
+) -> None:
+    """A chat delivered a turn (a user message and the reply) at a time, one turn a topic."""
+    for topic in topics:
+        engram.extraction.add_messages(
+            conversation,
+            [
+                msg("user", f"I talked about {topic} and the plans around {topic} today."),
+                msg("assistant", f"Thanks for sharing the news about {topic} with me."),
+            ],
+            LOCAL,
+            extractor=extractor,
+        )
+
+
 def test_a_long_chat_delivered_turn_by_turn_keeps_one_summary_per_part(engram: Engram) -> None:
     """A chat longer than the extraction window, delivered a turn at a time: each run read the
     last 20 messages and stored their summary, so every message was summarised by two active
@@ -196,18 +247,7 @@ def test_a_long_chat_delivered_turn_by_turn_keeps_one_summary_per_part(engram: E
     its summary (restorable), and the parts never overlap."""
     from engram.models import Status
 
-    topics = "Porto Neovim Lisbon school tea Azores bread cycling Rust opera garden chess Kyoto"
-    topics += " violin sailing pottery jazz Madrid yoga camping salsa ramen Berlin kayak poetry"
-    topics += " cider Oslo tennis sushi drums"
-    for topic in topics.split():
-        engram.extraction.add_messages(
-            "long-1",
-            [
-                msg("user", f"I talked about {topic} and the plans around {topic} today."),
-                msg("assistant", f"Thanks for sharing the news about {topic} with me."),
-            ],
-            LOCAL,
-        )
+    deliver_turns(engram, "long-1", TOPICS)
     flt = MemoryFilter(layers=[Layer.EPISODE], categories=["episode"], statuses=list(Status))
     episodes = engram.store.list_memories(flt, limit=50)
     active = sorted(
